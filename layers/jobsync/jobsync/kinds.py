@@ -1,0 +1,101 @@
+"""The kind registry: one entry per job kind jobsync understands.
+
+Everything that differs between kinds lives here: where the API serves it,
+which evaluator reads its status, and how to find the pods it runs.
+Adding a kind is one entry in ``KINDS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jobsync import evaluators
+from jobsync.model import Evaluation, EvaluationError
+
+Evaluator = Callable[[Mapping[str, Any]], Evaluation]
+
+AZURE_ML_KIND = "AzureMLJob"
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """What jobsync knows about one kind.
+
+    ``api_version`` is None for statuses that do not come from Kubernetes
+    (Azure ML). ``pod_label`` is the label the operator puts on the job's
+    pods, with the job's name as its value; None where no pods run in the
+    cluster (the SageMaker operators run the work in SageMaker).
+    """
+
+    api_version: str | None
+    kind: str
+    plural: str | None
+    evaluator: Evaluator
+    pod_label: str | None = None
+
+    @property
+    def group(self) -> str:
+        if not self.api_version or "/" not in self.api_version:
+            return ""
+        return self.api_version.split("/", 1)[0]
+
+    @property
+    def version(self) -> str:
+        return (self.api_version or "").rsplit("/", 1)[-1]
+
+    def pod_selector(self, job_name: str) -> str | None:
+        return f"{self.pod_label}={job_name}" if self.pod_label else None
+
+
+_KUBEFLOW_POD_LABEL = "training.kubeflow.org/job-name"
+_SAGEMAKER = "sagemaker.aws.amazon.com/v1"
+_ACK_SAGEMAKER = "sagemaker.services.k8s.aws/v1alpha1"
+
+KINDS: tuple[KindSpec, ...] = (
+    # Kubeflow training-operator v1
+    KindSpec("kubeflow.org/v1", "PyTorchJob", "pytorchjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "TFJob", "tfjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "MPIJob", "mpijobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "XGBoostJob", "xgboostjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "PaddleJob", "paddlejobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "JAXJob", "jaxjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    # Kubeflow Trainer v2: a TrainJob runs as a JobSet of the same name.
+    KindSpec(
+        "trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs", evaluators.trainer_v2, "jobset.sigs.k8s.io/jobset-name"
+    ),
+    KindSpec("batch/v1", "Job", "jobs", evaluators.batch_job, "batch.kubernetes.io/job-name"),
+    # SageMaker Operators for Kubernetes
+    KindSpec(_SAGEMAKER, "TrainingJob", "trainingjobs", evaluators.sagemaker_training_job),
+    KindSpec(_SAGEMAKER, "HyperparameterTuningJob", "hyperparametertuningjobs", evaluators.sagemaker_tuning_job),
+    KindSpec(_SAGEMAKER, "BatchTransformJob", "batchtransformjobs", evaluators.sagemaker_transform_job),
+    KindSpec(_SAGEMAKER, "ProcessingJob", "processingjobs", evaluators.sagemaker_processing_job),
+    KindSpec(_SAGEMAKER, "HostingDeployment", "hostingdeployments", evaluators.sagemaker_hosting_deployment),
+    KindSpec(
+        _SAGEMAKER, "HostingAutoscalingPolicy", "hostingautoscalingpolicies", evaluators.sagemaker_autoscaling_policy
+    ),
+    # ACK SageMaker controller
+    KindSpec(_ACK_SAGEMAKER, "TrainingJob", "trainingjobs", evaluators.ack_training_job),
+    KindSpec(_ACK_SAGEMAKER, "ProcessingJob", "processingjobs", evaluators.ack_processing_job),
+    KindSpec(_ACK_SAGEMAKER, "TransformJob", "transformjobs", evaluators.ack_transform_job),
+    KindSpec(_ACK_SAGEMAKER, "HyperParameterTuningJob", "hyperparametertuningjobs", evaluators.ack_tuning_job),
+    # Azure ML: the status string of azure-ai-ml's Job, not a Kubernetes object.
+    KindSpec(None, AZURE_ML_KIND, None, evaluators.azure_ml_job),
+)
+
+_BY_KEY: dict[tuple[str | None, str], KindSpec] = {(k.api_version, k.kind): k for k in KINDS}
+
+
+def lookup(api_version: str | None, kind: str) -> KindSpec:
+    """The registry entry for ``apiVersion``/``kind``, or an error naming both."""
+    spec = _BY_KEY.get((api_version, kind))
+    if spec is None:
+        known = ", ".join(sorted({f"{k.api_version or '-'} {k.kind}" for k in KINDS}))
+        raise EvaluationError(f"unsupported kind: apiVersion {api_version!r} kind {kind!r} (known: {known})")
+    return spec
+
+
+def by_kind_name(kind: str) -> list[KindSpec]:
+    """All entries with this ``kind`` (several API groups may share a name)."""
+    return [k for k in KINDS if k.kind == kind]
