@@ -1,0 +1,44 @@
+"""The one clock jobsync reads.
+
+Production reads the wall clock. The local harness swaps in a virtual clock
+(``set_clock``) so a simulated multi-hour run finishes in seconds while every
+time-based decision still sees the times it would see in AWS.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+_now: Callable[[], float] = time.time
+
+
+def now() -> float:
+    """Seconds since the epoch."""
+    return _now()
+
+
+def set_clock(source: Callable[[], float] | None) -> None:
+    """Use ``source`` as the clock; None restores the wall clock."""
+    global _now
+    _now = source or time.time
+
+
+def utcnow() -> datetime:
+    return datetime.fromtimestamp(now(), tz=UTC)
+
+
+def isoformat(ts: float) -> str:
+    """RFC 3339 in UTC with a ``Z``, to the second, as Kubernetes writes it."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse(value: str | None) -> float | None:
+    """An RFC 3339 timestamp as epoch seconds; None when absent or unreadable."""
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
