@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Powertools as the template's Globals configure it, minus what needs AWS.
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "jobsync")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "jobsync")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
