@@ -63,7 +63,11 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("kubeflow.org/v1", "JAXJob", "jaxjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
     # Kubeflow Trainer v2: a TrainJob runs as a JobSet of the same name.
     KindSpec(
-        "trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs", evaluators.trainer_v2, "jobset.sigs.k8s.io/jobset-name"
+        "trainer.kubeflow.org/v1alpha1",
+        "TrainJob",
+        "trainjobs",
+        evaluators.trainer_v2,
+        "jobset.sigs.k8s.io/jobset-name",
     ),
     KindSpec("batch/v1", "Job", "jobs", evaluators.batch_job, "batch.kubernetes.io/job-name"),
     # SageMaker Operators for Kubernetes

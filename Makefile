@@ -1,0 +1,54 @@
+# jobsync: the commands a developer and CI run.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+SAM_VENV := .venv-sam
+STAMP := $(VENV)/.installed
+
+SCENARIO ?= success
+INPUT ?= events/run-job-input.json
+
+.PHONY: test demo lint format bench validate build clean
+
+$(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+## Run the whole test suite, then lint.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+## Run the state machine end to end on the local Kubernetes API and operator simulator.
+demo: $(STAMP)
+	PYTHONPATH=layers/jobsync:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+## Detection delay and cost against the fixed 10-minute loop; regenerates docs/performance.md.
+bench: $(STAMP)
+	PYTHONPATH=layers/jobsync:. $(BIN)/python -m bench
+
+$(SAM_VENV)/bin/sam:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet -r requirements-sam.txt
+
+## sam validate --lint and sam build, neither needs Docker.
+validate: $(SAM_VENV)/bin/sam
+	$(SAM_VENV)/bin/sam validate --lint --template template.yaml
+
+build: $(SAM_VENV)/bin/sam
+	PATH=$(abspath $(SAM_VENV))/bin:$$PATH $(SAM_VENV)/bin/sam build --template template.yaml
+
+clean:
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,115 @@
+"""The Lambdas' inputs as typed models.
+
+A bad event fails with ``InvalidInput`` whose message names every field that
+is wrong, never with a KeyError.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from jobsync.errors import InvalidInput
+
+CleanupMode = Literal["onFailure", "always", "never"]
+DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+EXECUTION_ARN = r"^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:execution:[^:]+:[^:]+$"
+S3_URI = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/.+"
+PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SubmitRequest(_Strict):
+    """What the state machine passes to Submit: the execution input plus the execution's ARN."""
+
+    execution: str = Field(pattern=EXECUTION_ARN)
+    job: dict[str, Any] | None = None
+    jobTemplate: str | None = Field(default=None, pattern=S3_URI)
+    parameters: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    namespace: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63)
+    timeoutSeconds: int | None = Field(default=None, gt=0)
+    expectedDurationSeconds: int | None = Field(default=None, gt=0)
+    cleanup: CleanupMode = "onFailure"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SubmitRequest:
+        if (self.job is None) == (self.jobTemplate is None):
+            raise ValueError("give exactly one of 'job' (the manifest) or 'jobTemplate' (s3://bucket/key.yaml)")
+        if self.parameters and self.jobTemplate is None:
+            raise ValueError("'parameters' only apply to 'jobTemplate'")
+        bad = sorted(k for k in self.parameters if not PARAMETER_NAME.match(k))
+        if bad:
+            raise ValueError(f"parameters: invalid names {bad} (letters, digits and _ only)")
+        return self
+
+
+class JobRef(_Strict):
+    """A compact reference to the submitted job: enough to find it, nothing secret."""
+
+    apiVersion: str
+    kind: str
+    namespace: str = Field(pattern=DNS1123_LABEL)
+    name: str = Field(pattern=DNS1123_LABEL)
+    uid: str | None = None
+
+
+class LoopState(BaseModel):
+    """What Submit returns and Status takes and returns: the state of one run.
+
+    Timestamps are RFC 3339 strings so the execution's payloads stay readable.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    job: JobRef
+    execution: str | None = None
+    cleanup: CleanupMode = "onFailure"
+    submittedAt: str
+    deadline: str
+    expectedDurationSeconds: int | None = None
+    phase: str
+    reason: str = ""
+    message: str = ""
+    terminal: bool = False
+    phaseSince: str
+    startedAt: str | None = None
+    finishedAt: str | None = None
+    stuckSince: str | None = None
+    polls: int = Field(default=0, ge=0)
+    waitSeconds: int = Field(default=0, ge=0)
+    diagnostics: list[dict[str, Any]] = Field(default_factory=list)
+    logTail: str | None = None
+
+
+class CleanupRequest(BaseModel):
+    """Cleanup takes the loop state (or just the job) and, from a Catch, the error."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    job: JobRef
+    cleanup: CleanupMode = "onFailure"
+    phase: str | None = None
+
+
+def parse(model: type[BaseModel], event: Any) -> Any:
+    """``model`` built from ``event``, or InvalidInput naming each bad field."""
+    if not isinstance(event, dict):
+        raise InvalidInput(f"the event must be a JSON object, got {type(event).__name__}")
+    try:
+        return model.model_validate(event)
+    except ValidationError as exc:
+        raise InvalidInput(describe(exc)) from None
+
+
+def describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in err["loc"]) or "(event)"
+        message = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
+    return "invalid input: " + "; ".join(parts)

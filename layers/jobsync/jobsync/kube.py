@@ -1,0 +1,151 @@
+"""The few Kubernetes API calls jobsync makes, with its errors translated.
+
+One class over the official client. Every call has a timeout; an expired
+token gets one re-mint and one retry; everything else is mapped to the
+errors the state machine understands (jobsync.errors). Jobs and pods come
+back as plain dicts, as the API sends them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from jobsync.errors import (
+    ClusterAccessDenied,
+    ClusterAuthError,
+    ClusterRequestFailed,
+    InvalidInput,
+    TransientClusterError,
+)
+from jobsync.kinds import KindSpec
+
+T = TypeVar("T")
+
+# (connect, read) seconds: a Lambda must never hang on a silent API server.
+REQUEST_TIMEOUT = (5, 20)
+
+
+def api_message(exc: ApiException) -> str:
+    """The message of a Kubernetes ``Status`` body, or the HTTP reason."""
+    try:
+        body = json.loads(exc.body or "")
+        return str(body.get("message") or exc.reason)
+    except (ValueError, AttributeError):
+        return str(exc.reason)
+
+
+class KubeJobs:
+    """Create, read and delete jobs; read their pods and logs."""
+
+    def __init__(self, api_client: ApiClient, reauthenticate: Callable[[], None] | None = None) -> None:
+        self._custom = CustomObjectsApi(api_client)
+        self._core = CoreV1Api(api_client)
+        self._reauthenticate = reauthenticate
+
+    def create(self, spec: KindSpec, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create with Strict field validation; raises ApiException 409 for the caller to handle."""
+        return self._call(
+            self._custom.create_namespaced_custom_object,
+            spec.group,
+            spec.version,
+            obj["metadata"]["namespace"],
+            spec.plural,
+            obj,
+            field_validation="Strict",
+            handle={409},
+        )
+
+    def get(self, spec: KindSpec, namespace: str, name: str) -> dict[str, Any] | None:
+        """The job, or None when the API says 404."""
+        return self._call(
+            self._custom.get_namespaced_custom_object,
+            spec.group,
+            spec.version,
+            namespace,
+            spec.plural,
+            name,
+            none_on_404=True,
+        )
+
+    def delete(self, spec: KindSpec, namespace: str, name: str) -> bool:
+        """Delete with background propagation (the pods go too); False when it was already gone."""
+        result = self._call(
+            self._custom.delete_namespaced_custom_object,
+            spec.group,
+            spec.version,
+            namespace,
+            spec.plural,
+            name,
+            propagation_policy="Background",
+            none_on_404=True,
+        )
+        return result is not None
+
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        response = self._call(
+            self._core.list_namespaced_pod, namespace, label_selector=label_selector, _preload_content=False
+        )
+        return list(json.loads(response.data).get("items") or [])
+
+    def read_log(self, namespace: str, pod: str, container: str, limit_bytes: int) -> str:
+        text = self._call(
+            self._core.read_namespaced_pod_log,
+            pod,
+            namespace,
+            container=container,
+            limit_bytes=limit_bytes,
+            tail_lines=200,
+            none_on_404=True,
+        )
+        return text or ""
+
+    def _call(
+        self,
+        fn: Callable[..., T],
+        *args: Any,
+        none_on_404: bool = False,
+        handle: frozenset[int] | set[int] = frozenset(),
+        **kwargs: Any,
+    ) -> T:
+        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
+        for attempt in (1, 2):
+            try:
+                return fn(*args, **kwargs)
+            except ApiException as exc:
+                if exc.status == 401 and attempt == 1 and self._reauthenticate:
+                    self._reauthenticate()  # the token may have expired: mint a new one, try once more
+                    continue
+                if exc.status == 404 and none_on_404:
+                    return None  # type: ignore[return-value]
+                if exc.status in handle:
+                    raise
+                raise translate(exc) from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise TransientClusterError(f"Kubernetes API unreachable: {type(exc).__name__}") from None
+        raise AssertionError("unreachable")
+
+
+def translate(exc: ApiException) -> Exception:
+    """An ApiException as the jobsync error that says what to do about it."""
+    message = api_message(exc)
+    status = exc.status or 0
+    if status == 401:
+        return ClusterAuthError(f"Kubernetes API refused the credentials (401): {message}")
+    if status == 403:
+        return ClusterAccessDenied(
+            f"Kubernetes RBAC denied the request (403): {message}. "
+            "Grant it in the jobsync Role (manifests/rbac.yaml) bound to the Lambdas' group."
+        )
+    if status == 429 or status >= 500:
+        retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
+        hint = f", retry after {retry_after}s" if retry_after else ""
+        return TransientClusterError(f"Kubernetes API answered {status} ({exc.reason}){hint}: {message}")
+    if status in (400, 422):
+        return InvalidInput(f"the Kubernetes API rejected the job ({status} {exc.reason}): {message}")
+    return ClusterRequestFailed(f"Kubernetes API answered {status} ({exc.reason}): {message}")

@@ -1,0 +1,158 @@
+"""From a submit request to the manifest jobsync creates, with its guardrails.
+
+Everything here is pure: a rejected request is rejected before anything
+touches the cluster, so nothing is ever half-created.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+
+from jobsync.errors import InvalidInput
+from jobsync.kinds import KindSpec
+from jobsync.settings import Settings
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+EXECUTION_LABEL = "jobsync.io/execution"
+EXECUTION_ANNOTATION = "jobsync.io/execution-arn"
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+# Pod names are "<job>-worker-<index>" and must stay a DNS-1123 label (63);
+# a 40-character job name leaves room for the operator's suffixes.
+MAX_JOB_NAME = 40
+_HASH_LEN = 8
+
+
+def execution_label(execution_arn: str) -> str:
+    """A label value that identifies one execution (label values allow 63 safe characters)."""
+    return hashlib.sha256(execution_arn.encode()).hexdigest()[:32]
+
+
+def job_name(execution_arn: str) -> str:
+    """The job's name, derived from the execution so a retried submit finds the same job.
+
+    A readable part from the execution's name, then a hash of the whole ARN
+    (execution names repeat across state machines). The result starts with a
+    letter (the training-operator asks for a DNS-1035 label) and is at most
+    MAX_JOB_NAME characters.
+    """
+    execution_name = execution_arn.rsplit(":", 1)[-1]
+    readable = re.sub(r"[^a-z0-9]+", "-", execution_name.lower()).strip("-")
+    if not readable[:1].isalpha():
+        readable = "job-" + readable
+    readable = readable[: MAX_JOB_NAME - _HASH_LEN - 1].rstrip("-")
+    return f"{readable}-{hashlib.sha256(execution_arn.encode()).hexdigest()[:_HASH_LEN]}"
+
+
+def render_template(text: str, parameters: Mapping[str, str | int | float | bool]) -> str:
+    """Substitute ``${NAME}``; a placeholder with no parameter is an error, not an empty string."""
+    missing = sorted({m for m in PLACEHOLDER.findall(text) if m not in parameters})
+    if missing:
+        raise InvalidInput(f"parameters: missing values for placeholders {missing} in jobTemplate")
+    for name, value in parameters.items():
+        if isinstance(value, str) and any(c in value for c in "\r\n"):
+            # A newline could smuggle YAML structure into the manifest.
+            raise InvalidInput(f"parameters.{name}: values must be a single line")
+    return PLACEHOLDER.sub(lambda m: _scalar(parameters[m.group(1)]), text)
+
+
+def _scalar(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def load_manifest(text: str, source: str) -> dict[str, Any]:
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"{source}: not valid YAML: {exc}") from None
+    if len(docs) != 1:
+        raise InvalidInput(f"{source}: must hold exactly one document, found {len(docs)}")
+    if not isinstance(docs[0], dict):
+        raise InvalidInput(f"{source}: must be a mapping (a Kubernetes object), got {type(docs[0]).__name__}")
+    return docs[0]
+
+
+def prepare(manifest: Mapping[str, Any], execution_arn: str, namespace: str, settings: Settings) -> dict[str, Any]:
+    """The object to create: checked against the guardrails, named, labelled.
+
+    Raises InvalidInput naming what is wrong.
+    """
+    check_kind(manifest, settings)
+    size = len(json.dumps(manifest))
+    if size > settings.max_manifest_bytes:
+        raise InvalidInput(f"job: manifest is {size} bytes, over the limit of {settings.max_manifest_bytes}")
+    metadata = manifest.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise InvalidInput("job.metadata: must be a mapping")
+    if metadata.get("namespace") not in (None, namespace):
+        raise InvalidInput(
+            f"job.metadata.namespace: {metadata['namespace']!r} is not allowed; jobs run in {namespace!r}"
+        )
+    if metadata.get("ownerReferences"):
+        raise InvalidInput("job.metadata.ownerReferences: not allowed; jobsync owns the job's lifecycle")
+    if not isinstance(manifest.get("spec"), dict):
+        raise InvalidInput("job.spec: must be a mapping")
+    if not settings.allow_privileged_pods:
+        for where in privileged_settings(manifest["spec"]):
+            raise InvalidInput(f"job.spec.{where}: privileged pod settings are not allowed by this deployment")
+
+    obj = json.loads(json.dumps(manifest))  # a deep copy that is plain JSON
+    meta = obj.setdefault("metadata", {})
+    meta.pop("generateName", None)
+    meta["name"] = job_name(execution_arn)
+    meta["namespace"] = namespace
+    meta["labels"] = {**_str_map(meta.get("labels"), "labels"), **job_labels(execution_arn)}
+    meta["annotations"] = {**_str_map(meta.get("annotations"), "annotations"), EXECUTION_ANNOTATION: execution_arn}
+    obj.pop("status", None)
+    return obj
+
+
+def job_labels(execution_arn: str) -> dict[str, str]:
+    return {MANAGED_BY: "jobsync", EXECUTION_LABEL: execution_label(execution_arn)}
+
+
+def check_kind(manifest: Mapping[str, Any], settings: Settings) -> KindSpec:
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    if not isinstance(api_version, str) or not api_version:
+        raise InvalidInput("job.apiVersion: required, a string such as 'kubeflow.org/v1'")
+    if not isinstance(kind, str) or not kind:
+        raise InvalidInput("job.kind: required, a string such as 'PyTorchJob'")
+    spec = settings.allowed(api_version, kind)
+    if spec is None:
+        allowed = ", ".join(f"{s.api_version}/{s.kind}" for s in settings.allowed_kinds)
+        raise InvalidInput(f"job.kind: {api_version}/{kind} is not allowed here (allowed: {allowed})")
+    return spec
+
+
+def _str_map(value: Any, field: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise InvalidInput(f"job.metadata.{field}: must map names to strings")
+    return value
+
+
+# Settings that give a pod the node: refused unless the deployment allows them.
+_PRIVILEGED_FLAGS = frozenset({"hostNetwork", "hostPID", "hostIPC", "privileged", "allowPrivilegeEscalation"})
+
+
+def privileged_settings(node: Any, path: str = "") -> Iterator[str]:
+    """Where a manifest asks for host access or privilege, wherever its pod templates sit."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            here = f"{path}.{key}" if path else str(key)
+            if (key in _PRIVILEGED_FLAGS and value is True) or key == "hostPath":
+                yield here
+            else:
+                yield from privileged_settings(value, here)
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from privileged_settings(item, f"{path}[{i}]")

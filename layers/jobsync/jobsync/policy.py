@@ -1,0 +1,129 @@
+"""The wait policy: how long the state machine waits before the next poll.
+
+The fixed 600 s loop this replaces notices a finished job up to ten minutes
+late and spends as many polls on a stuck start as on hour nine of a training
+run. This policy spends polls where a change is likely.
+
+For a poll at time ``now`` (all in seconds, ``clamp(x, lo, hi)`` bounds x):
+
+* PENDING, UNKNOWN (a start can get stuck; notice early)::
+
+      w = clamp(min + PENDING_GROWTH * in_phase, min, pending_max)
+
+* RUNNING or SUSPENDED, no hint (a job that has run for t will likely run a
+  while longer; the wait grows with the run, the detection delay stays a
+  bounded fraction of it)::
+
+      w = clamp(RUNNING_GROWTH * in_phase, min, running_max)
+
+* RUNNING with ``expectedDurationSeconds`` E, elapsed since submission e, and
+  the window [(1 - tol) E, (1 + tol) E] in which the end is expected::
+
+      before the window:  w = clamp(max(near, (window_start - e) / 2), min, max)
+      inside it:          w = near = clamp(NEAR_FACTOR * sqrt(2 tol E), min, running_max)
+      after it:           the no-hint rule (the hint was wrong)
+
+  Halving the distance to the window waits long while the end is far and
+  lands inside the window after a few polls. Inside the window the spacing
+  grows with the square root of the window's width: that spacing minimises
+  polls for a given mean delay over jobs of different lengths.
+
+Then two guards, in this order:
+
+* history budget: ``w >= (deadline - now) / (poll_budget - polls)``, so the
+  deadline is reached before the execution's history fills, whatever the
+  job's length;
+* deadline: ``w <= deadline - now`` (never wait past it), and ``w >= 1``.
+
+``in_phase`` is the time since jobsync first saw the current phase. The result
+is a whole number of seconds and depends only on its inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from jobsync.model import Phase
+
+PENDING_GROWTH = 0.25
+RUNNING_GROWTH = 0.1
+NEAR_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class WaitBounds:
+    """Bounds set in the template (MinWaitSeconds, MaxWaitSeconds, ...)."""
+
+    min_seconds: int = 10
+    max_seconds: int = 3600
+    pending_max_seconds: int = 60
+    running_max_seconds: int = 360
+    hint_tolerance: float = 0.2
+    # Polls one execution may make. Step Functions ends an execution at 25,000
+    # history events; one poll costs 9 (docs/state-machine.md), so 2,400 polls
+    # leave room for submit, cleanup, retries and the end states.
+    poll_budget: int = 2400
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_seconds <= self.pending_max_seconds <= self.max_seconds:
+            raise ValueError("wait bounds need 1 <= min <= pending_max <= max")
+        if not self.min_seconds <= self.running_max_seconds <= self.max_seconds:
+            raise ValueError("wait bounds need min <= running_max <= max")
+        if not 0 <= self.hint_tolerance < 1:
+            raise ValueError("hint_tolerance must be in [0, 1)")
+        if self.poll_budget < 2:
+            raise ValueError("poll_budget must be at least 2")
+
+
+@dataclass(frozen=True)
+class PollState:
+    """What the policy knows at one poll."""
+
+    phase: Phase
+    now: float
+    submitted_at: float
+    phase_since: float
+    deadline: float
+    polls: int
+    expected_duration: float | None = None
+
+
+def _clamp(value: float, lo: float, hi: float) -> float:
+    return max(lo, min(hi, value))
+
+
+def _near_spacing(expected: float, bounds: WaitBounds) -> float:
+    width = 2 * bounds.hint_tolerance * expected
+    return _clamp(NEAR_FACTOR * math.sqrt(width), bounds.min_seconds, bounds.running_max_seconds)
+
+
+def _running_wait(state: PollState, bounds: WaitBounds) -> float:
+    in_phase = max(0.0, state.now - state.phase_since)
+    no_hint = _clamp(RUNNING_GROWTH * in_phase, bounds.min_seconds, bounds.running_max_seconds)
+    expected = state.expected_duration
+    if not expected or expected <= 0:
+        return no_hint
+    elapsed = state.now - state.submitted_at
+    window_start = (1 - bounds.hint_tolerance) * expected
+    window_end = (1 + bounds.hint_tolerance) * expected
+    near = _near_spacing(expected, bounds)
+    if elapsed < window_start:
+        return _clamp(max(near, (window_start - elapsed) / 2), bounds.min_seconds, bounds.max_seconds)
+    if elapsed <= window_end:
+        return near
+    return no_hint
+
+
+def next_wait(state: PollState, bounds: WaitBounds) -> int:
+    """Seconds to wait before the next poll (see the module docstring)."""
+    if state.phase in (Phase.RUNNING, Phase.SUSPENDED):
+        wait = _running_wait(state, bounds)
+    else:
+        in_phase = max(0.0, state.now - state.phase_since)
+        wait = _clamp(bounds.min_seconds + PENDING_GROWTH * in_phase, bounds.min_seconds, bounds.pending_max_seconds)
+    left = state.deadline - state.now
+    polls_left = max(1, bounds.poll_budget - state.polls)
+    wait = max(wait, left / polls_left)
+    wait = min(wait, left)
+    return max(1, math.ceil(wait))

@@ -1,0 +1,248 @@
+"""What the submit, status and cleanup Lambdas do, minus the Lambda.
+
+Each function takes a parsed request, the cluster (``KubeJobs`` or anything
+with its methods) and the settings, and returns the next loop state. The
+handlers only parse, call one of these, and shape the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kubernetes.client.exceptions import ApiException
+
+from jobsync import clock, diagnostics, kinds, manifests
+from jobsync.errors import InvalidInput, JobConflict
+from jobsync.evaluate import evaluate
+from jobsync.inputs import CleanupRequest, JobRef, LoopState, SubmitRequest
+from jobsync.kinds import KindSpec
+from jobsync.model import Evaluation, Phase
+from jobsync.policy import PollState, next_wait
+from jobsync.settings import Settings
+
+NOT_FOUND = "NOT_FOUND"
+TIMED_OUT = "TIMED_OUT"
+LOOP_ENDING = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.STOPPED, NOT_FOUND, TIMED_OUT})
+
+
+class Cluster(Protocol):
+    def create(self, spec: KindSpec, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def get(self, spec: KindSpec, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def delete(self, spec: KindSpec, namespace: str, name: str) -> bool: ...
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+    def read_log(self, namespace: str, pod: str, container: str, limit_bytes: int) -> str: ...
+
+
+TemplateFetcher = Callable[[str], str]
+
+
+# --- submit -----------------------------------------------------------------
+
+
+def submit(request: SubmitRequest, cluster: Cluster, settings: Settings, fetch_template: TemplateFetcher) -> LoopState:
+    """Create the job (or adopt the one this execution already created) and return the first loop state."""
+    namespace = request.namespace or settings.namespace
+    if namespace != settings.namespace:
+        raise InvalidInput(
+            f"namespace: {namespace!r} is not allowed; this deployment runs jobs in {settings.namespace!r}"
+        )
+    timeout = request.timeoutSeconds or settings.default_timeout_seconds
+    if timeout > settings.max_timeout_seconds:
+        raise InvalidInput(f"timeoutSeconds: {timeout} is over the maximum of {settings.max_timeout_seconds}")
+    if request.job is not None:
+        manifest, source = request.job, "job"
+    else:
+        source = "jobTemplate"
+        text = fetch_template(_checked_template_uri(request.jobTemplate or "", settings))
+        manifest = manifests.load_manifest(manifests.render_template(text, request.parameters), source)
+    obj = manifests.prepare(manifest, request.execution, namespace, settings)
+    spec = manifests.check_kind(obj, settings)
+
+    try:
+        created = cluster.create(spec, obj)
+    except ApiException as exc:  # 409: ours from a retried submit, or someone else's
+        created = _adopt(cluster, spec, obj, request.execution, exc)
+
+    now = clock.now()
+    verdict = evaluate(created)
+    state = LoopState(
+        job=_ref(created, spec),
+        execution=request.execution,
+        cleanup=request.cleanup,
+        submittedAt=clock.isoformat(now),
+        deadline=clock.isoformat(now + timeout),
+        expectedDurationSeconds=request.expectedDurationSeconds,
+        phase=str(verdict.phase),
+        reason=verdict.reason,
+        message=verdict.message,
+        terminal=verdict.terminal,
+        phaseSince=clock.isoformat(now),
+    )
+    return _with_next_wait(state, now, settings)
+
+
+def _adopt(cluster: Cluster, spec: KindSpec, obj: dict[str, Any], execution: str, exc: ApiException) -> dict[str, Any]:
+    meta = obj["metadata"]
+    existing = cluster.get(spec, meta["namespace"], meta["name"])
+    if existing is None:  # deleted between our create and get: a retry will create it
+        raise exc
+    labels = (existing.get("metadata") or {}).get("labels") or {}
+    if labels.get(manifests.EXECUTION_LABEL) != manifests.execution_label(execution):
+        raise JobConflict(
+            f"{spec.kind} {meta['namespace']}/{meta['name']} already exists and was not created by this execution"
+        )
+    return existing
+
+
+def _checked_template_uri(uri: str, settings: Settings) -> str:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    if settings.template_bucket and bucket != settings.template_bucket:
+        raise InvalidInput(
+            f"jobTemplate: bucket {bucket!r} is not allowed (templates live in {settings.template_bucket!r})"
+        )
+    if settings.template_prefix and not key.startswith(settings.template_prefix):
+        raise InvalidInput(f"jobTemplate: key must start with {settings.template_prefix!r}")
+    return uri
+
+
+def _ref(obj: dict[str, Any], spec: KindSpec) -> JobRef:
+    meta = obj.get("metadata") or {}
+    return JobRef(
+        apiVersion=spec.api_version or "",
+        kind=spec.kind,
+        namespace=meta["namespace"],
+        name=meta["name"],
+        uid=meta.get("uid"),
+    )
+
+
+# --- status -----------------------------------------------------------------
+
+
+def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
+    """One GET of the job, its verdict, why it is stuck or failed, and the next wait."""
+    spec = kinds.lookup(state.job.apiVersion, state.job.kind)
+    now = clock.now()
+    since_submit = now - _epoch(state.submittedAt)
+    update: dict[str, Any] = {"polls": state.polls + 1, "diagnostics": [], "logTail": None}
+
+    obj = cluster.get(spec, state.job.namespace, state.job.name)
+    if obj is None and since_submit < settings.not_found_grace_seconds:
+        phase, reason, message = str(Phase.PENDING), "NotVisibleYet", "the API does not show the job yet"
+    elif obj is None:
+        # Deleted by hand, or by a TTL after it ended between two polls.
+        phase, reason = NOT_FOUND, "JobDeleted"
+        message = f"the job no longer exists (last seen {state.phase}); deleted by hand or by ttlSecondsAfterFinished"
+    else:
+        verdict = _explain(evaluate(obj), obj, spec, state, now, since_submit, update, cluster, settings)
+        phase, reason, message = str(verdict.phase), verdict.reason, verdict.message
+
+    if phase not in LOOP_ENDING and now >= _epoch(state.deadline):
+        reason, message = "DeadlineExceeded", f"the job was still {phase} at its deadline {state.deadline}"
+        phase = TIMED_OUT
+    terminal = phase in LOOP_ENDING
+    update.update(
+        phase=phase,
+        reason=reason,
+        message=message,
+        terminal=terminal,
+        phaseSince=clock.isoformat(now) if phase != state.phase else state.phaseSince,
+    )
+    if phase == Phase.RUNNING and not state.startedAt:
+        update["startedAt"] = clock.isoformat(now)
+    if terminal:
+        update["finishedAt"] = clock.isoformat(now)
+    return _with_next_wait(state.model_copy(update=update), now, settings)
+
+
+def _explain(
+    verdict: Evaluation,
+    obj: dict[str, Any],
+    spec: KindSpec,
+    state: LoopState,
+    now: float,
+    since_submit: float,
+    update: dict[str, Any],
+    cluster: Cluster,
+    settings: Settings,
+) -> Evaluation:
+    """Why a job is stuck or failed (into ``update``); a start that can never succeed ends as FAILED."""
+    if verdict.phase == Phase.PENDING and not obj.get("status") and since_submit > settings.operator_timeout_seconds:
+        return Evaluation(
+            Phase.FAILED,
+            "OperatorNotReconciling",
+            f"no status after {int(since_submit)}s: is the {spec.kind} operator installed and running?",
+            kind=spec.kind,
+        )
+    selector = spec.pod_selector(state.job.name)
+    if selector is None:
+        return verdict
+    if verdict.phase == Phase.PENDING and since_submit > settings.diagnose_after_seconds:
+        findings = diagnostics.pod_findings(cluster.list_pods(state.job.namespace, selector))
+        update["diagnostics"] = findings
+        stuck = diagnostics.stuck_reason(findings)
+        if stuck is None:
+            update["stuckSince"] = None
+            return verdict
+        stuck_since = _epoch(state.stuckSince) if state.stuckSince else now
+        update["stuckSince"] = clock.isoformat(stuck_since)
+        if now - stuck_since >= settings.stuck_grace_seconds:
+            return Evaluation(
+                Phase.FAILED,
+                str(stuck["reason"]),
+                f"pod {stuck['pod']} stuck for {int(now - stuck_since)}s: {stuck['message']}",
+                kind=spec.kind,
+            )
+        return Evaluation(verdict.phase, str(stuck["reason"]), str(stuck["message"]), verdict.since, spec.kind)
+    if verdict.phase == Phase.FAILED:
+        pods = cluster.list_pods(state.job.namespace, selector)
+        update["diagnostics"] = diagnostics.pod_findings(pods)
+        failed = diagnostics.failed_container(pods)
+        if failed:
+            log = cluster.read_log(state.job.namespace, failed[0], failed[1], settings.log_tail_bytes)
+            update["logTail"] = diagnostics.tail(log, settings.log_tail_bytes) or None
+    return verdict
+
+
+def _with_next_wait(state: LoopState, now: float, settings: Settings) -> LoopState:
+    if state.terminal:
+        return state.model_copy(update={"waitSeconds": 0})
+    poll_state = PollState(
+        phase=Phase(state.phase) if state.phase in Phase.__members__ else Phase.UNKNOWN,
+        now=now,
+        submitted_at=_epoch(state.submittedAt),
+        phase_since=_epoch(state.phaseSince),
+        deadline=_epoch(state.deadline),
+        polls=state.polls,
+        expected_duration=state.expectedDurationSeconds,
+    )
+    return state.model_copy(update={"waitSeconds": next_wait(poll_state, settings.wait_bounds)})
+
+
+def _epoch(timestamp: str) -> float:
+    value = clock.parse(timestamp)
+    if value is None:
+        raise InvalidInput(f"not an RFC 3339 timestamp: {timestamp!r}")
+    return value
+
+
+# --- cleanup ----------------------------------------------------------------
+
+
+def should_delete(mode: str, phase: str | None) -> bool:
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    return phase != Phase.SUCCEEDED  # onFailure: anything but success, errors included
+
+
+def cleanup(request: CleanupRequest, cluster: Cluster) -> dict[str, Any]:
+    """Delete the job when the request's ``cleanup`` mode asks for it; a job already gone is success."""
+    job = request.job
+    if not should_delete(request.cleanup, request.phase):
+        return {"job": job.model_dump(), "deleted": False, "reason": f"cleanup is {request.cleanup}"}
+    spec = kinds.lookup(job.apiVersion, job.kind)
+    deleted = cluster.delete(spec, job.namespace, job.name)
+    return {"job": job.model_dump(), "deleted": deleted, "reason": "deleted" if deleted else "already gone"}

@@ -1,0 +1,98 @@
+"""The wait policy: bounds, phases, the hint, the deadline and the history budget."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobsync.model import Phase
+from jobsync.policy import PollState, WaitBounds, next_wait
+
+BOUNDS = WaitBounds()
+DAY = 86_400.0
+
+
+def state(phase=Phase.RUNNING, now=0.0, submitted_at=0.0, phase_since=0.0, deadline=7 * DAY, polls=0, expected=None):
+    return PollState(phase, now, submitted_at, phase_since, deadline, polls, expected)
+
+
+def test_pending_starts_short_and_stays_under_its_cap():
+    assert next_wait(state(Phase.PENDING, now=0), BOUNDS) == BOUNDS.min_seconds
+    assert next_wait(state(Phase.PENDING, now=3600), BOUNDS) == BOUNDS.pending_max_seconds
+
+
+def test_running_wait_grows_with_the_run_up_to_its_cap():
+    early = next_wait(state(now=60), BOUNDS)
+    later = next_wait(state(now=1800), BOUNDS)
+    late = next_wait(state(now=10 * 3600), BOUNDS)
+    assert BOUNDS.min_seconds == early < later < late == BOUNDS.running_max_seconds
+    assert later == 180  # 0.1 x 1800 s
+
+
+def test_hint_waits_long_while_far_and_tightens_inside_the_window():
+    expected = 10 * 3600.0
+    far = next_wait(state(now=600, expected=expected), BOUNDS)
+    assert far > BOUNDS.running_max_seconds  # longer than without a hint
+    assert far == math.ceil((0.8 * expected - 600) / 2)
+    inside = next_wait(state(now=expected, expected=expected), BOUNDS)
+    assert inside == math.ceil(2.0 * math.sqrt(0.4 * expected))
+    assert inside < far
+
+
+def test_hint_that_was_wrong_falls_back_to_the_no_hint_rule():
+    expected = 3600.0
+    after = state(now=2 * expected, phase_since=0, expected=expected)
+    assert next_wait(after, BOUNDS) == next_wait(state(now=2 * expected), BOUNDS)
+
+
+def test_never_waits_past_the_deadline():
+    assert next_wait(state(now=1000, deadline=1030, expected=10 * 3600), BOUNDS) == 30
+    assert next_wait(state(now=1000, deadline=1000), BOUNDS) == 1
+
+
+def test_budget_floor_stretches_waits_when_polls_run_low():
+    # 100 polls left for 10 hours: at least 360 s apart, even while PENDING.
+    s = state(Phase.PENDING, now=0, deadline=36_000, polls=BOUNDS.poll_budget - 100)
+    assert next_wait(s, BOUNDS) == 360
+
+
+def test_same_inputs_same_wait():
+    s = state(now=5000, expected=20_000)
+    assert {next_wait(s, BOUNDS) for _ in range(10)} == {next_wait(s, BOUNDS)}
+
+
+def test_bounds_are_checked():
+    with pytest.raises(ValueError, match="min"):
+        WaitBounds(min_seconds=0)
+    with pytest.raises(ValueError, match="running_max"):
+        WaitBounds(running_max_seconds=5)
+
+
+@given(
+    phase=st.sampled_from(list(Phase)),
+    now=st.floats(0, 30 * DAY),
+    since=st.floats(0, 30 * DAY),
+    left=st.floats(0, 30 * DAY),
+    polls=st.integers(0, 5000),
+    expected=st.none() | st.floats(1, 30 * DAY),
+)
+def test_wait_is_a_positive_whole_number_within_the_deadline(phase, now, since, left, polls, expected):
+    s = PollState(phase, now, 0.0, min(since, now), now + left, polls, expected)
+    wait = next_wait(s, BOUNDS)
+    assert isinstance(wait, int)
+    assert 1 <= wait <= max(1, math.ceil(left))
+    assert wait <= max(BOUNDS.max_seconds, math.ceil(left / max(1, BOUNDS.poll_budget - polls)))
+
+
+@pytest.mark.parametrize("phase", [Phase.PENDING, Phase.RUNNING])
+@pytest.mark.parametrize("timeout_days", [1, 7, 30])
+def test_any_job_reaches_its_deadline_within_the_poll_budget(phase, timeout_days):
+    deadline = timeout_days * DAY
+    now, polls = 0.0, 0
+    while now < deadline:
+        now += next_wait(state(phase, now=now, deadline=deadline, polls=polls), BOUNDS)
+        polls += 1
+    assert polls <= BOUNDS.poll_budget
