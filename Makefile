@@ -3,6 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
+export SAM_CLI_TELEMETRY := 0
 STAMP := $(VENV)/.installed
 
 SCENARIO ?= success

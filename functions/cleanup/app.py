@@ -1,0 +1,30 @@
+"""CleanupFunction: delete the job when the execution's `cleanup` setting asks for it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from jobsync import runs, runtime
+from jobsync.inputs import CleanupRequest, parse
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = parse(CleanupRequest, event)
+    result = runs.cleanup(request, runtime.cluster())
+    logger.info("cleanup", extra=result)
+    if result["deleted"]:
+        metrics.add_metric(name="JobsDeleted", unit=MetricUnit.Count, value=1)
+    return result

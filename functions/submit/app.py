@@ -1,0 +1,30 @@
+"""SubmitFunction: create the job for this execution and return the first loop state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from jobsync import runs, runtime
+from jobsync.inputs import SubmitRequest, parse
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = parse(SubmitRequest, event)
+    state = runs.submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template)
+    logger.info("job submitted", extra={"job": state.job.model_dump(), "phase": state.phase})
+    metrics.add_dimension(name="Kind", value=state.job.kind)
+    metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
+    return state.model_dump(exclude_none=True)

@@ -1,0 +1,59 @@
+"""What a Lambda container builds once and reuses while warm: settings, the
+cluster connection, the S3 client. Handlers call these instead of building
+their own, so a warm invocation costs one API request, not a new connection.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from jobsync.cluster import get_api_client
+from jobsync.errors import InvalidInput
+from jobsync.kube import KubeJobs
+from jobsync.settings import Settings
+
+
+@cache
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+def cluster() -> KubeJobs:
+    # get_api_client caches one client per cluster and renews its token.
+    return KubeJobs(get_api_client())
+
+
+@cache
+def _s3() -> Any:
+    import boto3  # only the submit Lambda with a jobTemplate needs it
+
+    return boto3.client("s3")
+
+
+def fetch_template(uri: str) -> str:
+    """The text of ``s3://bucket/key``; a missing or unreadable object is the caller's error."""
+    from botocore.exceptions import ClientError
+
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    try:
+        body = _s3().get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in {"NoSuchKey", "NoSuchBucket", "404"}:
+            raise InvalidInput(f"jobTemplate: {uri} does not exist") from None
+        if code in {"AccessDenied", "403"}:
+            raise InvalidInput(
+                f"jobTemplate: access to {uri} is denied (templates must sit under the allowed prefix)"
+            ) from None
+        raise
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"jobTemplate: {uri} is not UTF-8 text") from None
+
+
+def reset() -> None:
+    """Forget what was cached (tests change the environment between runs)."""
+    settings.cache_clear()
+    _s3.cache_clear()
