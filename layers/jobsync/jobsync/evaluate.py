@@ -10,6 +10,7 @@ what is wrong, never a KeyError or TypeError; malformed parts *inside*
 from __future__ import annotations
 
 import dataclasses
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -136,5 +137,5 @@ def _describe(value: Any) -> str:
     """A short description of a bad value for an error message."""
     if value is None:
         return "nothing"
-    text = repr(value)
-    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+    # reprlib bounds depth and length, so a huge or deeply nested value stays short.
+    return f"{type(value).__name__} {reprlib.repr(value)}"
