@@ -19,9 +19,14 @@ def state(phase=Phase.RUNNING, now=0.0, submitted_at=0.0, phase_since=0.0, deadl
     return PollState(phase, now, submitted_at, phase_since, deadline, polls, expected)
 
 
-def test_pending_starts_short_and_stays_under_its_cap():
+def test_pending_starts_short_and_stays_under_its_cap_for_a_while():
     assert next_wait(state(Phase.PENDING, now=0), BOUNDS) == BOUNDS.min_seconds
-    assert next_wait(state(Phase.PENDING, now=3600), BOUNDS) == BOUNDS.pending_max_seconds
+    assert next_wait(state(Phase.PENDING, now=600), BOUNDS) == BOUNDS.pending_max_seconds
+
+
+def test_a_job_queued_for_hours_is_polled_less_often():
+    assert next_wait(state(Phase.PENDING, now=3600), BOUNDS) == 180  # 0.05 x 3600 s
+    assert next_wait(state(Phase.PENDING, now=5 * 3600), BOUNDS) == BOUNDS.running_max_seconds
 
 
 def test_running_wait_grows_with_the_run_up_to_its_cap():
@@ -33,7 +38,7 @@ def test_running_wait_grows_with_the_run_up_to_its_cap():
 
 
 def test_hint_waits_long_while_far_and_tightens_inside_the_window():
-    expected = 10 * 3600.0
+    expected = 2 * 3600.0
     far = next_wait(state(now=600, expected=expected), BOUNDS)
     assert far > BOUNDS.running_max_seconds  # longer than without a hint
     assert far == math.ceil((0.8 * expected - 600) / 2)
@@ -54,9 +59,14 @@ def test_never_waits_past_the_deadline():
 
 
 def test_budget_floor_stretches_waits_when_polls_run_low():
-    # 100 polls left for 10 hours: at least 360 s apart, even while PENDING.
-    s = state(Phase.PENDING, now=0, deadline=36_000, polls=BOUNDS.poll_budget - 100)
-    assert next_wait(s, BOUNDS) == 360
+    # 50 polls left for 10 hours: at least 720 s apart, even while PENDING.
+    s = state(Phase.PENDING, now=0, deadline=36_000, polls=BOUNDS.poll_budget - 50)
+    assert next_wait(s, BOUNDS) == 720
+
+
+def test_budget_floor_stays_out_of_the_way_while_the_budget_suffices():
+    # 7 days fit in 2,400 polls 360 s apart: a fresh PENDING job still gets short waits.
+    assert next_wait(state(Phase.PENDING, now=0, deadline=7 * DAY), BOUNDS) == BOUNDS.min_seconds
 
 
 def test_same_inputs_same_wait():
@@ -85,6 +95,15 @@ def test_wait_is_a_positive_whole_number_within_the_deadline(phase, now, since, 
     assert isinstance(wait, int)
     assert 1 <= wait <= max(1, math.ceil(left))
     assert wait <= max(BOUNDS.max_seconds, math.ceil(left / max(1, BOUNDS.poll_budget - polls)))
+
+
+@pytest.mark.parametrize("timeout_days", [0.5, 7, 30])
+def test_a_job_stuck_pending_until_its_deadline_fits_the_history(timeout_days):
+    deadline, now, polls = timeout_days * DAY, 0.0, 0
+    while now < deadline:
+        now += next_wait(state(Phase.PENDING, now=now, deadline=deadline, polls=polls), BOUNDS)
+        polls += 1
+    assert polls <= BOUNDS.poll_budget
 
 
 @pytest.mark.parametrize("phase", [Phase.PENDING, Phase.RUNNING])

@@ -6,9 +6,11 @@ run. This policy spends polls where a change is likely.
 
 For a poll at time ``now`` (all in seconds, ``clamp(x, lo, hi)`` bounds x):
 
-* PENDING, UNKNOWN (a start can get stuck; notice early)::
+* PENDING, UNKNOWN (a start can get stuck; notice early; but a job queued
+  for hours need not be asked every minute)::
 
-      w = clamp(min + PENDING_GROWTH * in_phase, min, pending_max)
+      w = max(clamp(min + PENDING_GROWTH * in_phase, min, pending_max),
+              min(QUEUED_GROWTH * in_phase, running_max))
 
 * RUNNING or SUSPENDED, no hint (a job that has run for t will likely run a
   while longer; the wait grows with the run, the detection delay stays a
@@ -30,9 +32,12 @@ For a poll at time ``now`` (all in seconds, ``clamp(x, lo, hi)`` bounds x):
 
 Then two guards, in this order:
 
-* history budget: ``w >= (deadline - now) / (poll_budget - polls)``, so the
-  deadline is reached before the execution's history fills, whatever the
-  job's length;
+* history budget: once the polls left could not cover the time left at
+  ``running_max`` apart (``polls_left * running_max < deadline - now``),
+  ``w >= (deadline - now) / polls_left``. From then on the polls are spread
+  evenly to the deadline, so it is reached before the execution's history
+  fills, whatever the job's length. With the defaults this never happens
+  for deadlines under 2,400 x 360 s = 10 days;
 * deadline: ``w <= deadline - now`` (never wait past it), and ``w >= 1``.
 
 ``in_phase`` is the time since jobsync first saw the current phase. The result
@@ -47,6 +52,7 @@ from dataclasses import dataclass
 from jobsync.model import Phase
 
 PENDING_GROWTH = 0.25
+QUEUED_GROWTH = 0.05
 RUNNING_GROWTH = 0.1
 NEAR_FACTOR = 2.0
 
@@ -121,9 +127,13 @@ def next_wait(state: PollState, bounds: WaitBounds) -> int:
         wait = _running_wait(state, bounds)
     else:
         in_phase = max(0.0, state.now - state.phase_since)
-        wait = _clamp(bounds.min_seconds + PENDING_GROWTH * in_phase, bounds.min_seconds, bounds.pending_max_seconds)
+        starting = _clamp(
+            bounds.min_seconds + PENDING_GROWTH * in_phase, bounds.min_seconds, bounds.pending_max_seconds
+        )
+        wait = max(starting, min(QUEUED_GROWTH * in_phase, bounds.running_max_seconds))
     left = state.deadline - state.now
     polls_left = max(1, bounds.poll_budget - state.polls)
-    wait = max(wait, left / polls_left)
+    if polls_left * bounds.running_max_seconds < left:
+        wait = max(wait, left / polls_left)
     wait = min(wait, left)
     return max(1, math.ceil(wait))
