@@ -1,0 +1,248 @@
+"""jobsync end to end on one machine: the real state machine, the real handlers.
+
+``LocalJobsync`` wires together what stands in for AWS and the cluster:
+
+- the in-process Kubernetes API (harness.kubeapi) with the real PyTorchJob CRD,
+  and the training-operator simulator (harness.operator_sim) moving jobs along
+  a scenario; or, with a kubeconfig, any real cluster;
+- moto's Amazon States Language interpreter (harness.sfn) executing
+  statemachine/run_job.asl.json, its Lambda tasks calling the real handlers
+  in functions/*/app.py in-process;
+- one virtual clock for all of it, so hours of training pass in seconds.
+
+The demo (harness.demo), the tests and the benchmark all run through here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from harness.clock import VirtualClock
+from harness.kubeapi import KubeAPI
+from harness.operator_sim import OperatorSim
+from harness.sfn import LocalStepFunctions
+from jobsync import cluster as jobsync_cluster
+from jobsync import runtime
+from jobsync.manifests import job_name
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
+PYTORCHJOB_CRD = Path(__file__).resolve().parent / "crds" / "kubeflow.org_pytorchjobs.yaml"
+FUNCTIONS = ("submit", "status", "cleanup")
+NAMESPACE = "ml-training"
+STATE_MACHINE = "jobsync-run-job"
+
+_handlers: dict[str, ModuleType] = {}
+
+
+def load_handler(function: str) -> ModuleType:
+    """functions/<function>/app.py as a module of its own (every function's file is named app.py)."""
+    if function not in _handlers:
+        path = ROOT / "functions" / function / "app.py"
+        spec = importlib.util.spec_from_file_location(f"jobsync_function_{function}", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _handlers[function] = module
+    return _handlers[function]
+
+
+_crd_cache: dict[str, Any] = {}
+
+
+def pytorchjob_crd() -> dict[str, Any]:
+    if "crd" not in _crd_cache:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        _crd_cache["crd"] = yaml.load(PYTORCHJOB_CRD.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+    return _crd_cache["crd"]
+
+
+@dataclass
+class Poll:
+    """One Status invocation as the demo prints it."""
+
+    at: float
+    phase: str
+    reason: str
+    wait_seconds: int
+
+
+@dataclass
+class RunResult:
+    status: str
+    error: str | None
+    cause: str | None
+    output: Any
+    polls: list[Poll] = field(default_factory=list)
+    jobs_left: list[dict[str, str]] = field(default_factory=list)
+    execution_arn: str = ""
+    started_at: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "error": self.error,
+            "cause": self.cause,
+            "output": self.output,
+            "jobsLeft": self.jobs_left,
+        }
+
+
+class LocalJobsync:
+    """A context manager: the whole service on one machine (see the module docstring)."""
+
+    def __init__(
+        self,
+        scenario: str = "success",
+        timings: dict[str, float] | None = None,
+        env: dict[str, str] | None = None,
+        kubeconfig: str | None = None,
+        max_step: float | None = 30.0,
+    ) -> None:
+        self.scenario = scenario
+        self.timings = timings or {}
+        self.kubeconfig = kubeconfig
+        self.clock = VirtualClock(max_step=max_step)
+        self.env = {
+            "JOBSYNC_NAMESPACE": NAMESPACE,
+            "JOBSYNC_ALLOWED_KINDS": "PyTorchJob",
+            "POWERTOOLS_SERVICE_NAME": "jobsync",
+            "POWERTOOLS_METRICS_NAMESPACE": "jobsync",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            **(env or {}),
+        }
+        self.api: KubeAPI | None = None
+        self.sim: OperatorSim | None = None
+        self.sfn: LocalStepFunctions | None = None
+        self._saved_env: dict[str, str | None] = {}
+        self._state_machine_arn = ""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> LocalJobsync:
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self) -> None:
+        if self.kubeconfig:
+            cluster_env = {"JOBSYNC_CLUSTER_MODE": "kubeconfig", "KUBECONFIG": self.kubeconfig}
+            self.clock = VirtualClock()  # a real cluster runs on the wall clock: see run()
+        else:
+            self.api = KubeAPI(clock=self.clock.now).start()
+            self.api.register_crd(pytorchjob_crd())
+            self.api.create_namespace(NAMESPACE)
+            self.sim = OperatorSim(self.api, self.clock.now, default_scenario=self.scenario)
+            self.clock.on_advance(lambda _now: self.sim.step() if self.sim else None)
+            cluster_env = {"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": self.api.url}
+        self._set_env({**self.env, **cluster_env})
+        runtime.reset()
+        jobsync_cluster.reset_cache()
+        handlers = {f"jobsync-{name}": load_handler(name).lambda_handler for name in FUNCTIONS}
+        self.sfn = LocalStepFunctions(handlers, clock=self.clock).__enter__()
+        self._state_machine_arn = self.sfn.create_state_machine(
+            DEFINITION.read_text(),
+            STATE_MACHINE,
+            {
+                "SubmitFunctionArn": self.sfn.function_arn("jobsync-submit"),
+                "StatusFunctionArn": self.sfn.function_arn("jobsync-status"),
+                "CleanupFunctionArn": self.sfn.function_arn("jobsync-cleanup"),
+            },
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        if self.sfn:
+            self.sfn.__exit__(None, None, None)
+            self.sfn = None
+        if self.sim:
+            self.sim.stop()
+        if self.api:
+            self.api.stop()
+        jobsync_cluster.reset_cache()
+        runtime.reset()
+        self._restore_env()
+
+    def _set_env(self, values: dict[str, str]) -> None:
+        for key, value in values.items():
+            self._saved_env.setdefault(key, os.environ.get(key))
+            os.environ[key] = value
+
+    def _restore_env(self) -> None:
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env.clear()
+
+    # ------------------------------------------------------------------ running
+
+    def start(self, execution_input: dict[str, Any], name: str | None = None) -> str:
+        """StartExecution; the simulator is told the scenario for the job this execution will create."""
+        assert self.sfn
+        name = name or str(uuid.uuid4())
+        if self.sim:
+            arn = self._state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
+            self.sim.plan(NAMESPACE, job_name(arn), self.scenario, **self.timings)
+        return self.sfn.start(self._state_machine_arn, execution_input, name=name)
+
+    def run(self, execution_input: dict[str, Any], name: str | None = None, timeout_s: float = 120) -> RunResult:
+        """Start an execution and wait for it to end; returns what happened."""
+        assert self.sfn
+        started = self.clock.now()
+        arn = self.start(execution_input, name=name)
+        description = self.sfn.wait(arn, timeout_s=timeout_s)
+        return self.result(arn, description, started)
+
+    def result(self, arn: str, description: dict[str, Any], started: float = 0.0) -> RunResult:
+        output = description.get("output")
+        return RunResult(
+            status=description["status"],
+            error=description.get("error"),
+            cause=description.get("cause"),
+            output=json.loads(output) if output else None,
+            polls=self.polls(arn),
+            jobs_left=self.jobs_left(),
+            execution_arn=arn,
+            started_at=started,
+        )
+
+    def polls(self, execution_arn: str | None = None) -> list[Poll]:
+        assert self.sfn
+        polls = []
+        for call in self.sfn.invocations:
+            if call.function_name != "jobsync-status" or not isinstance(call.result, dict):
+                continue
+            if execution_arn and call.result.get("execution") not in (None, execution_arn):
+                continue
+            result = call.result
+            polls.append(Poll(call.at, result["phase"], result.get("reason", ""), result.get("waitSeconds", 0)))
+        return polls
+
+    def jobs_left(self) -> list[dict[str, str]]:
+        """The PyTorchJobs still in the simulated cluster, with the phase jobsync would give them."""
+        if not self.api:
+            return []
+        from jobsync import evaluate
+
+        return [
+            {
+                "namespace": job["metadata"]["namespace"],
+                "name": job["metadata"]["name"],
+                "phase": str(evaluate(job).phase),
+            }
+            for job in self.api.objects("kubeflow.org", "v1", "pytorchjobs")
+        ]
