@@ -18,7 +18,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -44,6 +46,23 @@ STATE_MACHINE = "jobsync-run-job"
 _handlers: dict[str, ModuleType] = {}
 
 
+class WallClock(VirtualClock):
+    """The real clock, for runs against a real cluster: Wait states really wait."""
+
+    def __init__(self) -> None:
+        super().__init__(start=time.time())
+
+    def now(self) -> float:
+        return time.time()
+
+    def advance_to(self, target: float, stop: Callable[[], bool] | None = None) -> float:
+        while (now := time.time()) < target:
+            time.sleep(min(1.0, target - now))
+            if stop is not None and stop():
+                break
+        return time.time()
+
+
 def load_handler(function: str) -> ModuleType:
     """functions/<function>/app.py as a module of its own (every function's file is named app.py)."""
     if function not in _handlers:
@@ -62,7 +81,7 @@ _crd_cache: dict[str, Any] = {}
 def pytorchjob_crd() -> dict[str, Any]:
     if "crd" not in _crd_cache:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        _crd_cache["crd"] = yaml.load(PYTORCHJOB_CRD.read_text(), Loader=loader)  # noqa: S506 - a safe loader
+        _crd_cache["crd"] = yaml.load(PYTORCHJOB_CRD.read_text(), Loader=loader)
     return _crd_cache["crd"]
 
 
@@ -140,7 +159,7 @@ class LocalJobsync:
     def _start(self) -> None:
         if self.kubeconfig:
             cluster_env = {"JOBSYNC_CLUSTER_MODE": "kubeconfig", "KUBECONFIG": self.kubeconfig}
-            self.clock = VirtualClock()  # a real cluster runs on the wall clock: see run()
+            self.clock = WallClock()  # a real cluster runs on real time
         else:
             self.api = KubeAPI(clock=self.clock.now).start()
             self.api.register_crd(pytorchjob_crd())
