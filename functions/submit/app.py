@@ -25,6 +25,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     request = parse(SubmitRequest, event)
     state = runs.submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template)
     logger.info("job submitted", extra={"job": state.job.model_dump(), "phase": state.phase})
-    metrics.add_dimension(name="Kind", value=state.job.kind)
     metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
     return state.model_dump(exclude_none=True)
