@@ -73,13 +73,26 @@ def unwrap_event(event: Any) -> Any | None:
       they are taken from the list.
 
     Anything else is returned as it is, for ``evaluate`` to judge. Raises
-    EvaluationError when a wrapper is malformed.
+    EvaluationError when a wrapper is malformed or there is no object at all
+    (``null``), so that None always means "the list was empty".
     """
     if isinstance(event, Mapping) and "kind" not in event and "object" in event:
         event = event["object"]
-    if not (isinstance(event, Mapping) and "kind" not in event and "ResponseBody" in event):
-        return event
-    body = event["ResponseBody"]
+    if isinstance(event, Mapping) and "kind" not in event and "ResponseBody" in event:
+        event = _unwrap_response_body(event["ResponseBody"])
+        if event is _NO_ITEMS:
+            return None
+    if event is None:
+        # None means "not found" to the caller; an absent object is bad input instead.
+        raise EvaluationError("expected a JSON object, got nothing")
+    return event
+
+
+_NO_ITEMS = object()
+
+
+def _unwrap_response_body(body: Any) -> Any:
+    """The object in an ``eks:call`` ResponseBody, or ``_NO_ITEMS`` for an empty list."""
     if not isinstance(body, Mapping):
         raise EvaluationError(f"field 'ResponseBody' must be an object, got {_describe(body)}")
     list_kind = body.get("kind")
@@ -89,7 +102,7 @@ def unwrap_event(event: Any) -> Any | None:
     if not isinstance(items, list):
         raise EvaluationError(f"field 'ResponseBody.items' must be a list, got {_describe(items)}")
     if not items:
-        return None
+        return _NO_ITEMS
     if len(items) > 1:
         raise EvaluationError(f"field 'ResponseBody.items' holds {len(items)} objects; expected one job at most")
     item = items[0]
