@@ -217,3 +217,15 @@ def test_non_string_reason_and_message_are_dropped():
 
     assert evaluation.phase is Phase.SUCCEEDED
     assert (evaluation.reason, evaluation.message, evaluation.since) == ("Succeeded", "", None)
+
+
+def test_duplicates_written_two_ways_give_the_same_answer_in_any_order():
+    obj = load_payload("kubeflow_v1/tfjob_succeeded.yaml")
+    same_instant = dict(_conditions(obj)[2], lastTransitionTime="2021-09-06T11:49:30+00:00")
+
+    answers = set()
+    for conditions in ([*_conditions(obj), same_instant], [same_instant, *_conditions(obj)]):
+        obj["status"]["conditions"] = conditions
+        answers.add(evaluate(obj))
+
+    assert len(answers) == 1

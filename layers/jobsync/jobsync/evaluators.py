@@ -92,7 +92,12 @@ def _latest(conditions: Iterable[Condition]) -> Condition | None:
     """The most recent condition; ties broken by content so order never matters."""
     return max(
         conditions,
-        key=lambda c: (_epoch(c), _text(c.get("reason")), _text(c.get("message"))),
+        key=lambda c: (
+            _epoch(c),
+            _text(c.get("reason")),
+            _text(c.get("message")),
+            timestamp_text(c.get("lastTransitionTime")) or "",
+        ),
         default=None,
     )
 
