@@ -28,6 +28,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         "job polled",
         extra={"job": new.job.name, "phase": new.phase, "reason": new.reason, "waitSeconds": new.waitSeconds},
     )
+    metrics.add_metric(name="Polls", unit=MetricUnit.Count, value=1)
     if new.terminal:  # JobsSucceeded, JobsFailed, JobsStopped, JobsNot_Found, ...
         metrics.add_metric(name=f"Jobs{new.phase.title()}", unit=MetricUnit.Count, value=1)
     return new.model_dump(exclude_none=True)

@@ -1,0 +1,113 @@
+"""Every sample event in events/ is a valid input: each runs through its handler here.
+
+`sam local invoke -e events/<file>` needs Docker, which these machines do not
+have; these tests give each file to the same handler in-process, against the
+local Kubernetes API (and moto's S3 for the template), so the samples cannot
+rot. The evaluate-* samples run in tests/unit/test_evaluate_handler.py and
+run-job-input.json through the whole state machine in test_run_job.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from harness.kubeapi import KubeAPI
+from harness.local import load_handler, pytorchjob_crd
+from jobsync import cluster, runtime
+from tests.conftest import EVENTS, load_event
+
+TESTED_ELSEWHERE = {"run-job-input.json"}  # the execution input: tests/integration/test_run_job.py
+PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
+
+
+@pytest.fixture
+def api(monkeypatch):
+    with KubeAPI() as server:
+        server.register_crd(pytorchjob_crd())
+        server.create_namespace("ml-training")
+        monkeypatch.setenv("JOBSYNC_CLUSTER_MODE", "url")
+        monkeypatch.setenv("JOBSYNC_KUBE_URL", server.url)
+        monkeypatch.setenv("JOBSYNC_TEMPLATE_BUCKET", "jobsync-templates-123456789012")
+        monkeypatch.setenv("JOBSYNC_TEMPLATE_PREFIX", "jobsync/templates/")
+        runtime.reset()
+        cluster.reset_cache()
+        yield server
+        cluster.reset_cache()
+        runtime.reset()
+
+
+def invoke(function, event, context):
+    return load_handler(function).lambda_handler(event, context)
+
+
+def test_submit_inline(api, lambda_context):
+    out = invoke("submit", load_event("submit-inline.json"), lambda_context)
+    assert out["phase"] == "PENDING" and out["polls"] == 0 and out["waitSeconds"] > 0
+    (job,) = api.objects(*PYTORCHJOBS)
+    assert job["metadata"]["name"] == out["job"]["name"] and out["job"]["uid"] == job["metadata"]["uid"]
+
+
+def test_submit_template_from_s3(api, lambda_context):
+    template = (EVENTS / "templates" / "pytorch-mnist.yaml").read_text()
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="jobsync-templates-123456789012")
+        s3.put_object(
+            Bucket="jobsync-templates-123456789012", Key="jobsync/templates/pytorch-mnist.yaml", Body=template
+        )
+        runtime.reset()
+        out = invoke("submit", load_event("submit-template.json"), lambda_context)
+    (job,) = api.objects(*PYTORCHJOBS)
+    assert out["cleanup"] == "always"
+    worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert worker["replicas"] == 2  # ${WORKERS} became the number 2, not the string "2"
+    assert worker["template"]["spec"]["containers"][0]["command"][-1] == "--epochs=3"
+
+
+def _job_for(event: dict) -> dict:
+    ref = event["job"]
+    return {
+        "apiVersion": ref["apiVersion"],
+        "kind": ref["kind"],
+        "metadata": {"name": ref["name"], "namespace": ref["namespace"]},
+        "spec": {"pytorchReplicaSpecs": {}},
+        "status": {
+            "conditions": [
+                {"type": "Created", "status": "True", "reason": "PyTorchJobCreated"},
+                {"type": "Running", "status": "True", "reason": "PyTorchJobRunning"},
+            ]
+        },
+    }
+
+
+def test_status_running(api, lambda_context):
+    event = load_event("status-running.json")
+    api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
+    api.clear_requests()
+    out = invoke("status", event, lambda_context)
+    assert out["phase"] == "RUNNING" and out["polls"] == event["polls"] + 1
+    assert [(r.method, r.status) for r in api.requests] == [("GET", 200)]  # one GET, nothing else
+
+
+def test_cleanup_failed(api, lambda_context):
+    event = load_event("cleanup-failed.json")
+    api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
+    out = invoke("cleanup", event, lambda_context)
+    assert out["deleted"] is True
+    assert api.objects(*PYTORCHJOBS) == []
+
+
+def test_every_sample_event_has_a_test():
+    tested = {"submit-inline.json", "submit-template.json", "status-running.json", "cleanup-failed.json"}
+    handled_by_prefix = ("evaluate-",)
+    here = Path(__file__).read_text()
+    for path in sorted(EVENTS.glob("*.json")):
+        name = path.name
+        if name in TESTED_ELSEWHERE or name.startswith(handled_by_prefix):
+            continue
+        assert name in tested or name in here, f"events/{name} is run by no test"
+
