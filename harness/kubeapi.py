@@ -1138,6 +1138,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
+    _record: RequestRecord
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out in separate writes: avoid the 40 ms delayed-ACK stall
     server: _Server
@@ -1169,7 +1170,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self._read_body()
         route = parse_path(split.path)
         watch = method == "GET" and _truthy(query.get("watch")) and route is not None and not route.name
-        record = RequestRecord(
+        self._record = record = RequestRecord(
             method,
             split.path,
             query,
@@ -1196,18 +1197,15 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(fault.seconds)
         elif fault:
             headers = {"Retry-After": str(int(fault.retry_after))} if fault.retry_after is not None else {}
-            record.status = fault.code
             self._send_json(fault.code, status_body(fault.code, fault.reason, fault.message), headers)
             return
 
         if not api.authorized(self.headers.get("Authorization")):
-            record.status = 401
             self._send_json(401, status_body(401, "Unauthorized", "Unauthorized"))
             return
         try:
-            record.status = self._dispatch(method, split.path, route, query, raw, watch)
+            self._dispatch(method, split.path, route, query, raw, watch)
         except ApiError as err:
-            record.status = err.code
             self._send_json(err.code, err.body())
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -1276,6 +1274,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "BadRequest", f"the object provided is unrecognized: {exc}") from exc
 
     def _send(self, code: int, payload: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self._record.status = code  # before any byte goes out: the client may read the log right after
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(payload)))
@@ -1287,6 +1286,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(
         self, code: int, body: Any, headers: dict[str, str] | None = None, warnings: list[str] | None = None
     ) -> int:
+        self._record.status = code  # before any byte goes out: the client may read the log right after
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         payload = json.dumps(body).encode()
@@ -1302,6 +1302,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream_watch(self, route: Route, query: dict[str, str]) -> int:
         events = iter(self.server.api.watch_events(route, query))
         first = next(events, None)  # raises ApiError (e.g. missing namespace) before the 200 goes out
+        self._record.status = 200
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
