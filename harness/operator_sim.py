@@ -259,10 +259,14 @@ class OperatorSim:
     def plan(self, namespace: str, name: str, scenario: str, **timings: float) -> None:
         """Give the job ``namespace/name`` (created now or later) a scenario and timing overrides."""
         _check_scenario(scenario)
-        unknown = set(timings) - set(DEFAULT_TIMINGS[scenario])
-        if unknown:
-            raise ValueError(f"scenario {scenario!r} takes no timing {sorted(unknown)}")
-        self._plans[(namespace, name)] = (scenario, timings)
+        known = {name for defaults in DEFAULT_TIMINGS.values() for name in defaults}
+        unknown = set(timings) - known
+        if unknown:  # a typo; a timing of another scenario is fine, so callers can pass one dict to all
+            raise ValueError(f"unknown timing {sorted(unknown)}; known: {sorted(known)}")
+        self._plans[(namespace, name)] = (
+            scenario,
+            {k: v for k, v in timings.items() if k in DEFAULT_TIMINGS[scenario]},
+        )
 
     # ----------------------------------------------------------------- driving
 
@@ -312,8 +316,9 @@ class OperatorSim:
             scenario = annotations.get(SCENARIO_ANNOTATION, self.default_scenario)
             if scenario not in SCENARIOS:
                 scenario = self.default_scenario
-            with contextlib.suppress(ValueError, TypeError):
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
                 timings = {k: float(v) for k, v in json.loads(annotations.get(TIMINGS_ANNOTATION, "{}")).items()}
+            timings = {k: v for k, v in timings.items() if k in DEFAULT_TIMINGS[scenario]}
         if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
             scenario = "suspended"
         merged = {**DEFAULT_TIMINGS[scenario], **timings}

@@ -327,8 +327,9 @@ def test_timings_from_the_annotation(kube, sim, clock):
 def test_unknown_scenario_or_timing_is_refused(sim):
     with pytest.raises(ValueError, match="unknown scenario"):
         sim.plan(NS, "train", "explode")
-    with pytest.raises(ValueError, match="takes no timing"):
-        sim.plan(NS, "train", "success", restart_at=5)
+    with pytest.raises(ValueError, match="unknown timing"):
+        sim.plan(NS, "train", "success", run=5)
+    sim.plan(NS, "train", "success", restart_at=5)  # another scenario's timing: ignored
 
 
 def test_deleted_jobs_are_left_alone(api, kube, sim, clock):
