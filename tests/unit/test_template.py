@@ -1,0 +1,88 @@
+"""template.yaml wires what the code expects: layer, environment, invoke rights, schedule."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from jobsync.settings import Settings
+from tests.cfn import load_template
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = load_template()
+RESOURCES = TEMPLATE["Resources"]
+FUNCTIONS = {name: r for name, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
+
+
+def test_four_functions_each_with_the_layer_and_a_handler_that_exists():
+    assert set(FUNCTIONS) == {"SubmitFunction", "StatusFunction", "CleanupFunction", "EvaluateFunction"}
+    assert TEMPLATE["Globals"]["Function"]["Layers"] == [{"Ref": "JobsyncLayer"}]
+    for name, fn in FUNCTIONS.items():
+        props = fn["Properties"]
+        assert "Layers" not in props, f"{name} overrides the layer"
+        assert props["Handler"] == "app.lambda_handler"
+        assert "def lambda_handler" in (ROOT / props["CodeUri"] / "app.py").read_text()
+
+
+def test_layer_is_built_from_the_package_the_tests_import():
+    layer = RESOURCES["JobsyncLayer"]
+    assert layer["Properties"]["ContentUri"] == "layers/jobsync/"
+    assert layer["Metadata"]["BuildMethod"] == "python3.11"
+    assert (ROOT / "layers/jobsync/jobsync/__init__.py").exists()
+    assert TEMPLATE["Globals"]["Function"]["Runtime"] == "python3.11"
+
+
+def test_state_machine_invokes_exactly_the_three_loop_functions():
+    sm = RESOURCES["RunJobStateMachine"]["Properties"]
+    invoked = [p["LambdaInvokePolicy"]["FunctionName"]["Ref"] for p in sm["Policies"] if "LambdaInvokePolicy" in p]
+    assert sorted(invoked) == ["CleanupFunction", "StatusFunction", "SubmitFunction"]
+    substitutions = sm["DefinitionSubstitutions"]
+    definition = (ROOT / sm["DefinitionUri"]).read_text()
+    used = set(re.findall(r"\$\{(\w+)\}", definition))
+    assert used == set(substitutions)
+    assert {v["Fn::GetAtt"][0] for v in substitutions.values()} == set(invoked)
+
+
+def test_state_machine_logs_to_a_vended_log_group_and_traces():
+    sm = RESOURCES["RunJobStateMachine"]["Properties"]
+    assert sm["Tracing"] == {"Enabled": True}
+    log_group = sm["Logging"]["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+    assert RESOURCES[log_group]["Properties"]["LogGroupName"]["Fn::Sub"].startswith("/aws/vendedlogs/states/")
+
+
+def test_schedule_ships_disabled():
+    schedule = RESOURCES["RunJobStateMachine"]["Properties"]["Events"]["Schedule"]
+    assert schedule["Type"] == "ScheduleV2"
+    assert schedule["Properties"]["State"] == {"Ref": "ScheduleState"}
+    assert TEMPLATE["Parameters"]["ScheduleState"]["Default"] == "DISABLED"
+
+
+def test_every_jobsync_setting_the_template_sets_is_one_the_code_reads():
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    library = "".join(p.read_text() for p in (ROOT / "layers/jobsync/jobsync").glob("*.py"))
+    for name in variables:
+        if name.startswith("JOBSYNC_"):
+            assert f'"{name}"' in library, f"{name} is set in template.yaml but never read"
+
+
+def test_template_defaults_make_valid_settings():
+    params = TEMPLATE["Parameters"]
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    env = {
+        name: str(params[value["Ref"]].get("Default", "demo"))
+        for name, value in variables.items()
+        if isinstance(value, dict) and "Ref" in value
+    }
+    settings = Settings.from_env(env)
+    assert settings.namespace == "ml-training"
+    assert [k.kind for k in settings.allowed_kinds] == ["PyTorchJob"]
+    assert settings.wait_bounds.running_max_seconds == 360
+
+
+def test_state_machine_definition_is_jsonata_only():
+    definition = json.loads((ROOT / "statemachine/run_job.asl.json").read_text())
+    assert definition["QueryLanguage"] == "JSONata"
+    jsonpath_fields = {"InputPath", "OutputPath", "ResultPath", "ResultSelector", "Parameters"}
+    for name, state in definition["States"].items():
+        assert not jsonpath_fields & set(state), f"{name} uses JSONPath fields"
