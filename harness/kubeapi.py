@@ -18,6 +18,7 @@ import re
 import secrets
 import socket
 import ssl
+import sys
 import tempfile
 import threading
 import time
@@ -1120,6 +1121,12 @@ class _Server(ThreadingHTTPServer):
         self.api = api
         self.ssl_context = ctx
         super().__init__(addr, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that hang up mid-answer (timeouts, dropped watches) are normal here, not worth a traceback.
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         # The TLS handshake happens here, in the connection's own thread, so a slow client cannot stall accept().

@@ -10,10 +10,12 @@ import time
 import pytest
 import urllib3
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from harness.kubeapi import Fault, KubeAPI
+from harness.kubeapi import Fault, KubeAPI, Selector, merge_patch
 from tests.conftest import shared_path
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
@@ -551,3 +553,33 @@ def test_request_log_and_rbac_verbs(api, custom, core):
     }
     api.clear_requests()
     assert api.requests == []
+
+
+# ------------------------------------------------------------------ properties of the pure parts
+
+label_keys = st.sampled_from(["app", "tier", "team"])
+label_values = st.sampled_from(["a", "b", "gpu"])
+labels_st = st.dictionaries(label_keys, label_values)
+json_leaf = st.one_of(st.integers(), st.text(max_size=3), st.booleans())
+json_doc = st.recursive(json_leaf, lambda inner: st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8)
+
+
+@given(labels_st, label_keys, st.lists(label_values, min_size=1, max_size=3))
+def test_selector_operators_agree_with_their_definitions(labels, key, values):
+    value = values[0]
+    assert Selector(f"{key}={value}").matches(labels) == (labels.get(key) == value)
+    assert Selector(f"{key}!={value}").matches(labels) == (labels.get(key) != value)
+    assert Selector(key).matches(labels) == (key in labels)
+    assert Selector(f"!{key}").matches(labels) == (key not in labels)
+    assert Selector(f"{key} in ({','.join(values)})").matches(labels) == (labels.get(key) in values)
+    assert Selector(f"{key} notin ({','.join(values)})").matches(labels) == (labels.get(key) not in values)
+    both = Selector(f"{key}={value},{key} in ({','.join(values)})").matches(labels)
+    assert both == (labels.get(key) == value)
+
+
+@given(json_doc, json_doc)
+def test_merge_patch_is_idempotent_and_a_document_patches_to_itself(target, patch):
+    once = merge_patch(target, patch)
+    assert merge_patch(once, patch) == once
+    if isinstance(target, dict):
+        assert merge_patch(target, target) == target
