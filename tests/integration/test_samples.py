@@ -9,6 +9,8 @@ when ../shared is not beside the project.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import yaml
 
