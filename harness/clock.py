@@ -36,7 +36,7 @@ class VirtualClock:
         return self._now
 
     def utcnow(self) -> datetime:
-        return datetime.fromtimestamp(self._now, tz=UTC)
+        return datetime.fromtimestamp(self.now(), tz=UTC)
 
     def on_advance(self, callback: Callable[[float], None]) -> Callable[[], None]:
         """Call ``callback(now)`` after every step forward; returns a function that unregisters it."""
@@ -70,7 +70,7 @@ class VirtualClock:
         if seconds < 0:
             raise ValueError("time only moves forward")
         with self._lock:
-            return self.advance_to(self._now + seconds)
+            return self.advance_to(self.now() + seconds)
 
     def sleep(self, seconds: float) -> None:
         """``time.sleep`` on the virtual clock: returns at once, time has moved."""
