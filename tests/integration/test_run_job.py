@@ -153,3 +153,29 @@ def test_a_typo_in_the_spec_is_rejected_by_strict_validation():
         assert result.error == "InvalidInput"
         assert "replicass" in result.cause
         assert local.api.objects("kubeflow.org", "v1", "pytorchjobs") == []
+
+
+def test_one_poll_costs_nine_history_events():
+    with LocalJobsync("success", {"pending_s": 60, "run_s": 1800}, env=QUIET) as local:
+        result = local.run(load_event("run-job-input.json"), name="history")
+        types = [event["type"] for event in local.sfn.history(result.execution_arn)]
+    starts = [i for i, t in enumerate(types) if t == "WaitStateEntered"]
+    iterations = [types[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    assert iterations and all(
+        it
+        == [
+            "WaitStateEntered",
+            "WaitStateExited",
+            "TaskStateEntered",
+            "TaskScheduled",
+            "TaskStarted",
+            "TaskSucceeded",
+            "TaskStateExited",
+            "ChoiceStateEntered",
+            "ChoiceStateExited",
+        ]
+        for it in iterations
+    )
+    # The whole execution: 9 per poll plus a fixed number for Submit, Cleanup and the end.
+    fixed = len(types) - 9 * len(starts)
+    assert fixed == 18  # 8 before the first Wait; Cleanup 5, Outcome 2, Succeed 2, ExecutionSucceeded 1

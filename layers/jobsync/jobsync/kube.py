@@ -1,8 +1,9 @@
 """The few Kubernetes API calls jobsync makes, with its errors translated.
 
-One class over the official client. Every call has a timeout; an expired
-token gets one re-mint and one retry; everything else is mapped to the
-errors the state machine understands (jobsync.errors). Jobs and pods come
+One class over the official client (from jobsync.cluster, which also renews
+an expired EKS token and retries once on a 401). Every call has a timeout;
+every failure is mapped to the errors the state machine understands
+(jobsync.errors). Jobs and pods come
 back as plain dicts, as the API sends them.
 """
 
@@ -43,10 +44,9 @@ def api_message(exc: ApiException) -> str:
 class KubeJobs:
     """Create, read and delete jobs; read their pods and logs."""
 
-    def __init__(self, api_client: ApiClient, reauthenticate: Callable[[], None] | None = None) -> None:
+    def __init__(self, api_client: ApiClient) -> None:
         self._custom = CustomObjectsApi(api_client)
         self._core = CoreV1Api(api_client)
-        self._reauthenticate = reauthenticate
 
     def create(self, spec: KindSpec, obj: dict[str, Any]) -> dict[str, Any]:
         """Create with Strict field validation; raises ApiException 409 for the caller to handle."""
@@ -114,21 +114,16 @@ class KubeJobs:
         **kwargs: Any,
     ) -> T:
         kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
-        for attempt in (1, 2):
-            try:
-                return fn(*args, **kwargs)
-            except ApiException as exc:
-                if exc.status == 401 and attempt == 1 and self._reauthenticate:
-                    self._reauthenticate()  # the token may have expired: mint a new one, try once more
-                    continue
-                if exc.status == 404 and none_on_404:
-                    return None  # type: ignore[return-value]
-                if exc.status in handle:
-                    raise
-                raise translate(exc) from None
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                raise TransientClusterError(f"Kubernetes API unreachable: {type(exc).__name__}") from None
-        raise AssertionError("unreachable")
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as exc:
+            if exc.status == 404 and none_on_404:
+                return None  # type: ignore[return-value]
+            if exc.status in handle:
+                raise
+            raise translate(exc) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientClusterError(f"Kubernetes API unreachable: {type(exc).__name__}") from None
 
 
 def translate(exc: ApiException) -> Exception:
