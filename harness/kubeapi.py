@@ -39,6 +39,9 @@ except ImportError:  # pragma: no cover
 Key = tuple[str, str, str, str]  # (group, plural, namespace or "", name)
 Obj = dict[str, Any]
 
+# How far a watch on virtual time moves the clock before looking for events again.
+VIRTUAL_WATCH_STEP_SECONDS = 5.0
+
 CORE_KINDS = {
     "pods": "Pod",
     "namespaces": "Namespace",
@@ -545,6 +548,9 @@ class KubeAPI:
         self.accepted_tokens: Callable[[str], bool] | set[str] | None = None
         self.strict_resources = False
         self.watch_real_cap_seconds: float | None = None
+        # Set by a harness on virtual time: advances that clock by N seconds
+        # while a watch waits for events, so watches end on virtual time.
+        self.virtual_watch: Callable[[float], None] | None = None
         self.requests: list[RequestRecord] = []
         self.ca_pem: bytes | None = None
         self.lock = threading.RLock()  # guards the store; the operator simulator holds it across a job's update
@@ -1027,6 +1033,10 @@ class KubeAPI:
         if self.watch_real_cap_seconds is not None:
             timeout = min(timeout, self.watch_real_cap_seconds) if timeout is not None else self.watch_real_cap_seconds
         deadline = time.monotonic() + timeout if timeout is not None else None
+        if self.virtual_watch is not None:
+            # On virtual time the watch lasts timeoutSeconds of the virtual clock.
+            virtual_deadline = self.clock() + (timeout if timeout is not None else 1800.0)
+            deadline = None
 
         def wanted(key: Key, obj: Obj) -> bool:
             in_scope = key[0] == route.group and key[1] == route.plural
@@ -1054,7 +1064,7 @@ class KubeAPI:
         while True:
             with self._changed:
                 events = [e for e in self._events if e.rv > cursor]
-                if not events and not self._stopping:
+                if not events and not self._stopping and self.virtual_watch is None:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         return
@@ -1062,6 +1072,14 @@ class KubeAPI:
                     events = [e for e in self._events if e.rv > cursor]
                 if self._stopping:
                     return
+            if not events and self.virtual_watch is not None:
+                # Virtual time: move the clock on (the operator simulator acts on it) instead of sleeping.
+                remaining = virtual_deadline - self.clock()
+                if remaining <= 0:
+                    return
+                self.virtual_watch(min(remaining, VIRTUAL_WATCH_STEP_SECONDS))
+                yield None
+                continue
             for event in events:
                 cursor = event.rv
                 if wanted(event.key, event.obj):

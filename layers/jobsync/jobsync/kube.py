@@ -10,12 +10,13 @@ back as plain dicts, as the API sends them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch import Watch
 
 from jobsync.errors import (
     ClusterAccessDenied,
@@ -86,6 +87,31 @@ class KubeJobs:
             none_on_404=True,
         )
         return result is not None
+
+    def watch(
+        self, spec: KindSpec, namespace: str, name: str, resource_version: str, seconds: int
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(event type, object) for changes of one job after ``resource_version``, for up to ``seconds``."""
+        stream = Watch().stream(
+            self._custom.list_namespaced_custom_object,
+            spec.group,
+            spec.version,
+            namespace,
+            spec.plural,
+            field_selector=f"metadata.name={name}",
+            resource_version=resource_version,
+            timeout_seconds=seconds,
+            _request_timeout=(REQUEST_TIMEOUT[0], seconds + REQUEST_TIMEOUT[1]),
+        )
+        try:
+            for event in stream:
+                if event["type"] == "ERROR":  # e.g. 410 Gone: the caller's GET result stands
+                    return
+                yield event["type"], event["object"]
+        except ApiException as exc:
+            raise translate(exc) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransientClusterError(f"Kubernetes API unreachable: {type(exc).__name__}") from None
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         response = self._call(

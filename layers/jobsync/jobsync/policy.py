@@ -132,8 +132,16 @@ def next_wait(state: PollState, bounds: WaitBounds) -> int:
         )
         wait = max(starting, min(QUEUED_GROWTH * in_phase, bounds.running_max_seconds))
     left = state.deadline - state.now
-    polls_left = max(1, bounds.poll_budget - state.polls)
-    if polls_left * bounds.running_max_seconds < left:
-        wait = max(wait, left / polls_left)
-    wait = min(wait, left)
+    wait = min(max(wait, budget_floor(state, bounds, bounds.running_max_seconds)), left)
     return max(1, math.ceil(wait))
+
+
+def budget_floor(state: PollState, bounds: WaitBounds, spacing: float) -> float:
+    """The least time between two looks that still reaches the deadline within the poll budget.
+
+    0 while the polls left, ``spacing`` apart, cover the time left; then the
+    time left spread evenly over the polls left.
+    """
+    left = state.deadline - state.now
+    polls_left = max(1, bounds.poll_budget - state.polls)
+    return left / polls_left if polls_left * spacing < left else 0.0

@@ -10,6 +10,8 @@ from jobsync.kinds import KindSpec
 from jobsync.policy import WaitBounds
 
 DAY = 86_400
+# A watch must end, and the poll answer, within the Lambda's 900 s maximum.
+MAX_WATCH_SECONDS = 840
 
 
 def _int(env: dict[str, str], name: str, default: int) -> int:
@@ -65,6 +67,9 @@ class Settings:
     # A job whose status the operator never fills in this long ends as FAILED.
     operator_timeout_seconds: int = 300
     log_tail_bytes: int = 4096
+    # Watch mode: each poll holds a watch on the job up to this long and returns
+    # as soon as its phase changes (0: off). Under the Lambda's 900 s limit.
+    watch_seconds: int = 0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -91,7 +96,12 @@ class Settings:
             stuck_grace_seconds=_int(env, "JOBSYNC_STUCK_GRACE_SECONDS", cls.stuck_grace_seconds),
             operator_timeout_seconds=_int(env, "JOBSYNC_OPERATOR_TIMEOUT_SECONDS", cls.operator_timeout_seconds),
             log_tail_bytes=_int(env, "JOBSYNC_LOG_TAIL_BYTES", cls.log_tail_bytes),
+            watch_seconds=_int(env, "JOBSYNC_WATCH_SECONDS", cls.watch_seconds),
         )
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.watch_seconds <= MAX_WATCH_SECONDS:
+            raise ValueError(f"JOBSYNC_WATCH_SECONDS must be 0 to {MAX_WATCH_SECONDS}, got {self.watch_seconds}")
 
     def allowed(self, api_version: str, kind: str) -> KindSpec | None:
         for spec in self.allowed_kinds:
