@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from jobsync import clock
 from jobsync.errors import InvalidInput
 
 CleanupMode = Literal["onFailure", "always", "never"]
@@ -85,6 +86,14 @@ class LoopState(BaseModel):
     diagnostics: list[dict[str, Any]] = Field(default_factory=list)
     logTail: str | None = None
 
+    @field_validator("submittedAt", "deadline", "phaseSince", "startedAt", "finishedAt", "stuckSince")
+    @classmethod
+    def _rfc3339(cls, value: str | None) -> str | None:
+        # Checked here so a bad timestamp is named, and refused before any request to the cluster.
+        if value is not None and (clock.parse(value) is None or not _has_offset(value)):
+            raise ValueError(f"not an RFC 3339 timestamp with a time zone: {value!r}")
+        return value
+
 
 class CleanupRequest(BaseModel):
     """Cleanup takes the loop state (or just the job) and, from a Catch, the error."""
@@ -94,6 +103,10 @@ class CleanupRequest(BaseModel):
     job: JobRef
     cleanup: CleanupMode = "onFailure"
     phase: str | None = None
+
+
+def _has_offset(value: str) -> bool:
+    return value.endswith(("Z", "z")) or bool(re.search(r"[+-]\d{2}:?\d{2}$", value))
 
 
 def parse(model: type[BaseModel], event: Any) -> Any:
