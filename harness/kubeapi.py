@@ -991,6 +991,16 @@ class KubeAPI:
             self._check_served(route)
             if route.key not in self._store:
                 raise self._not_found(route)
+            preconditions = (body.get("preconditions") or {}) if isinstance(body, dict) else {}
+            stored_uid = self._store[route.key]["metadata"].get("uid")
+            if preconditions.get("uid") and preconditions["uid"] != stored_uid:
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f"Precondition failed: UID in precondition: {preconditions['uid']}, "
+                    f"UID in object meta: {stored_uid}",
+                    {"name": route.name, "group": route.group, "kind": route.plural},
+                )
             return self._delete(route, propagation or "Background")
 
     def handle_log(self, route: Route, query: dict[str, str]) -> str:

@@ -23,7 +23,7 @@ metrics = Metrics()
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(CleanupRequest, event)
-    result = runs.cleanup(request, runtime.cluster())
+    result = runs.cleanup(request, runtime.cluster(), runtime.settings())
     logger.info("cleanup", extra=result)
     if result["deleted"]:
         metrics.add_metric(name="JobsDeleted", unit=MetricUnit.Count, value=1)

@@ -95,7 +95,8 @@ def test_status_running(api, lambda_context):
 
 def test_cleanup_failed(api, lambda_context):
     event = load_event("cleanup-failed.json")
-    api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
+    stored = api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
+    event["job"]["uid"] = stored["metadata"]["uid"]  # cleanup deletes only the object the loop created
     out = invoke("cleanup", event, lambda_context)
     assert out["deleted"] is True
     assert api.objects(*PYTORCHJOBS) == []

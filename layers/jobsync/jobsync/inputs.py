@@ -96,11 +96,16 @@ class LoopState(BaseModel):
 
 
 class CleanupRequest(BaseModel):
-    """Cleanup takes the loop state (or just the job) and, from a Catch, the error."""
+    """Cleanup takes the loop state (or just the job) and, from a Catch, the error.
+
+    ``execution`` (the loop state carries it) lets cleanup check that the job
+    is the one this execution created before deleting it.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
     job: JobRef
+    execution: str | None = Field(default=None, pattern=EXECUTION_ARN)
     cleanup: CleanupMode = "onFailure"
     phase: str | None = None
 

@@ -23,6 +23,7 @@ from jobsync.errors import (
     ClusterAuthError,
     ClusterRequestFailed,
     InvalidInput,
+    JobConflict,
     TransientClusterError,
 )
 from jobsync.kinds import KindSpec
@@ -74,18 +75,28 @@ class KubeJobs:
             none_on_404=True,
         )
 
-    def delete(self, spec: KindSpec, namespace: str, name: str) -> bool:
-        """Delete with background propagation (the pods go too); False when it was already gone."""
-        result = self._call(
-            self._custom.delete_namespaced_custom_object,
-            spec.group,
-            spec.version,
-            namespace,
-            spec.plural,
-            name,
-            propagation_policy="Background",
-            none_on_404=True,
-        )
+    def delete(self, spec: KindSpec, namespace: str, name: str, uid: str | None = None) -> bool:
+        """Delete with background propagation (the pods go too); False when it was already gone.
+
+        With ``uid``, only that very object: when the name now belongs to
+        another object the API refuses (409), raised here as JobConflict.
+        """
+        options: dict[str, Any] = {"body": {"preconditions": {"uid": uid}}} if uid else {}
+        try:
+            result = self._call(
+                self._custom.delete_namespaced_custom_object,
+                spec.group,
+                spec.version,
+                namespace,
+                spec.plural,
+                name,
+                propagation_policy="Background",
+                none_on_404=True,
+                handle={409} if uid else set(),
+                **options,
+            )
+        except ApiException as exc:  # 409: the uid precondition failed
+            raise JobConflict(f"{spec.kind} {namespace}/{name} is not the object {uid}: {api_message(exc)}") from None
         return result is not None
 
     def watch(

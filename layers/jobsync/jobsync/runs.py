@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from jobsync import clock, diagnostics, kinds, manifests
+from jobsync import clock, diagnostics, manifests
 from jobsync.errors import InvalidInput, JobConflict
 from jobsync.evaluate import evaluate
 from jobsync.inputs import CleanupRequest, JobRef, LoopState, SubmitRequest
@@ -29,7 +29,7 @@ LOOP_ENDING = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.STOPPED, NOT_FOUND
 class Cluster(Protocol):
     def create(self, spec: KindSpec, obj: dict[str, Any]) -> dict[str, Any]: ...
     def get(self, spec: KindSpec, namespace: str, name: str) -> dict[str, Any] | None: ...
-    def delete(self, spec: KindSpec, namespace: str, name: str) -> bool: ...
+    def delete(self, spec: KindSpec, namespace: str, name: str, uid: str | None = None) -> bool: ...
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
     def read_log(self, namespace: str, pod: str, container: str, limit_bytes: int) -> str: ...
 
@@ -122,7 +122,7 @@ def _ref(obj: dict[str, Any], spec: KindSpec) -> JobRef:
 
 def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
     """One GET of the job, its verdict, why it is stuck or failed, and the next wait."""
-    spec = kinds.lookup(state.job.apiVersion, state.job.kind)
+    spec = allowed_spec(state.job, settings)
     now = clock.now()
     since_submit = now - _epoch(state.submittedAt)
     update: dict[str, Any] = {"polls": state.polls + 1, "diagnostics": [], "logTail": None}
@@ -238,11 +238,56 @@ def should_delete(mode: str, phase: str | None) -> bool:
     return phase != Phase.SUCCEEDED  # onFailure: anything but success, errors included
 
 
-def cleanup(request: CleanupRequest, cluster: Cluster) -> dict[str, Any]:
-    """Delete the job when the request's ``cleanup`` mode asks for it; a job already gone is success."""
+def cleanup(request: CleanupRequest, cluster: Cluster, settings: Settings) -> dict[str, Any]:
+    """Delete the job when the request's ``cleanup`` mode asks for it and the job is ours; gone is success.
+
+    Ours: the very object the loop created (its ``uid``, a DELETE
+    precondition); for a request without a uid, a job labelled with the
+    request's execution or, naming no execution, managed by jobsync. Anything
+    else is left alone, so this Lambda cannot delete other people's jobs.
+    """
     job = request.job
+    spec = allowed_spec(job, settings)
     if not should_delete(request.cleanup, request.phase):
         return {"job": job.model_dump(), "deleted": False, "reason": f"cleanup is {request.cleanup}"}
-    spec = kinds.lookup(job.apiVersion, job.kind)
-    deleted = cluster.delete(spec, job.namespace, job.name)
-    return {"job": job.model_dump(), "deleted": deleted, "reason": "deleted" if deleted else "already gone"}
+    deleted, reason = delete_if_ours(cluster, spec, job.namespace, job.name, request.execution, job.uid)
+    return {"job": job.model_dump(), "deleted": deleted, "reason": reason}
+
+
+def allowed_spec(job: JobRef, settings: Settings) -> KindSpec:
+    """The kind of a job this deployment may touch: in its namespace, of an allowed kind (as submit enforces)."""
+    if job.namespace != settings.namespace:
+        raise InvalidInput(
+            f"job.namespace: {job.namespace!r} is not allowed; this deployment runs jobs in {settings.namespace!r}"
+        )
+    spec = settings.allowed(job.apiVersion, job.kind)
+    if spec is None:
+        allowed = ", ".join(f"{s.api_version}/{s.kind}" for s in settings.allowed_kinds)
+        raise InvalidInput(f"job.kind: {job.apiVersion}/{job.kind} is not allowed here (allowed: {allowed})")
+    return spec
+
+
+def is_ours(obj: dict[str, Any], execution: str | None) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if execution is not None:
+        return labels.get(manifests.EXECUTION_LABEL) == manifests.execution_label(execution)
+    return labels.get(manifests.MANAGED_BY) == "jobsync"
+
+
+def delete_if_ours(
+    cluster: Cluster, spec: KindSpec, namespace: str, name: str, execution: str | None, uid: str | None = None
+) -> tuple[bool, str]:
+    """(deleted, why). Without ``uid``: one GET to check the labels, then a DELETE of that uid. Gone is success."""
+    if uid is None:
+        existing = cluster.get(spec, namespace, name)
+        if existing is None:
+            return False, "already gone"
+        if not is_ours(existing, execution):
+            who = "this execution" if execution is not None else "jobsync"
+            return False, f"not created by {who}: left alone"
+        uid = (existing.get("metadata") or {}).get("uid")
+    try:
+        deleted = cluster.delete(spec, namespace, name, uid)
+    except JobConflict:
+        return False, "the name now belongs to another object: left alone"
+    return deleted, "deleted" if deleted else "already gone"

@@ -1,0 +1,142 @@
+"""Status and cleanup refuse what submit would refuse, and cleanup deletes only jobsync's own jobs.
+
+The Lambdas can be invoked by anyone with lambda:InvokeFunction, not only by
+the state machine: an event must not reach a job in another namespace, of a
+kind outside the allowlist, or one that jobsync did not create.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jobsync import manifests, runs
+from jobsync.errors import InvalidInput, JobConflict
+from jobsync.inputs import CleanupRequest, LoopState, parse
+from jobsync.settings import Settings
+
+SETTINGS = Settings()
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:nightly"
+OTHER_EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:someone-else"
+NAME = manifests.job_name(EXECUTION)
+REF = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": NAME}
+
+
+class RecordingCluster:
+    """A cluster that records every call; DELETE honours a uid precondition as the API server does."""
+
+    def __init__(self, objects: dict[str, dict[str, Any]] | None = None) -> None:
+        self.objects = objects or {}
+        self.calls: list[tuple[str, str]] = []
+
+    def create(self, spec, obj):
+        raise AssertionError("not expected")
+
+    def get(self, spec, namespace, name):
+        self.calls.append(("get", name))
+        return self.objects.get(name)
+
+    def delete(self, spec, namespace, name, uid=None):
+        self.calls.append(("delete", name))
+        obj = self.objects.get(name)
+        if obj is None:
+            return False
+        if uid and obj["metadata"]["uid"] != uid:
+            raise JobConflict("precondition failed")
+        del self.objects[name]
+        return True
+
+    def list_pods(self, namespace, label_selector):
+        self.calls.append(("list_pods", label_selector))
+        return []
+
+    def read_log(self, namespace, pod, container, limit_bytes):
+        raise AssertionError("not expected")
+
+
+def job(uid: str = "uid-1", execution: str | None = EXECUTION, managed: bool = True) -> dict[str, Any]:
+    labels = manifests.job_labels(execution) if execution else {}
+    if not managed:
+        labels.pop(manifests.MANAGED_BY, None)
+    return {"metadata": {"name": NAME, "namespace": "ml-training", "uid": uid, "labels": labels}}
+
+
+def loop_state(**overrides: Any) -> dict[str, Any]:
+    state = {
+        "job": dict(REF),
+        "execution": EXECUTION,
+        "submittedAt": "2026-11-29T10:00:00Z",
+        "deadline": "2026-11-30T10:00:00Z",
+        "phase": "RUNNING",
+        "phaseSince": "2026-11-29T10:02:00Z",
+    }
+    return {**state, **overrides}
+
+
+# --- namespace and allowlist --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("job_ref", "field"),
+    [
+        ({**REF, "namespace": "kube-system"}, "job.namespace"),
+        ({**REF, "apiVersion": "batch/v1", "kind": "Job"}, "job.kind"),
+        ({**REF, "kind": "TFJob"}, "job.kind"),
+    ],
+)
+def test_status_and_cleanup_refuse_a_job_submit_would_refuse(job_ref, field):
+    cluster = RecordingCluster({NAME: job()})
+    with pytest.raises(InvalidInput, match=rf"^{field}: "):
+        runs.poll(parse(LoopState, loop_state(job=job_ref)), cluster, SETTINGS)
+    request = parse(CleanupRequest, {"job": job_ref, "cleanup": "always"})
+    with pytest.raises(InvalidInput, match=rf"^{field}: "):
+        runs.cleanup(request, cluster, SETTINGS)
+    assert cluster.calls == []
+    assert NAME in cluster.objects
+
+
+# --- cleanup deletes only ours ------------------------------------------------------
+
+
+def cleanup(cluster: RecordingCluster, **event: Any) -> dict[str, Any]:
+    return runs.cleanup(parse(CleanupRequest, {"cleanup": "always", **event}), cluster, SETTINGS)
+
+
+def test_with_the_uid_the_loop_saw_cleanup_deletes_that_object_without_a_get():
+    cluster = RecordingCluster({NAME: job(uid="uid-1")})
+    out = cleanup(cluster, job={**REF, "uid": "uid-1"}, execution=EXECUTION)
+    assert out["deleted"] is True and out["reason"] == "deleted"
+    assert cluster.calls == [("delete", NAME)]
+
+
+def test_an_object_that_replaced_ours_under_the_same_name_is_left_alone():
+    cluster = RecordingCluster({NAME: job(uid="uid-2", execution=None, managed=False)})
+    out = cleanup(cluster, job={**REF, "uid": "uid-1"}, execution=EXECUTION)
+    assert out["deleted"] is False and "another object" in out["reason"]
+    assert NAME in cluster.objects
+
+
+@pytest.mark.parametrize(
+    ("stored", "execution", "deleted"),
+    [
+        (job(execution=EXECUTION), EXECUTION, True),
+        (job(execution=OTHER_EXECUTION), EXECUTION, False),  # another execution's job
+        (job(execution=None, managed=False), EXECUTION, False),  # a person's job of that name
+        (job(execution=OTHER_EXECUTION), None, True),  # no execution named: any jobsync job
+        (job(execution=None, managed=False), None, False),
+    ],
+)
+def test_without_a_uid_cleanup_checks_the_labels_first(stored, execution, deleted):
+    cluster = RecordingCluster({NAME: stored})
+    event = {"job": dict(REF)} | ({"execution": execution} if execution else {})
+    out = cleanup(cluster, **event)
+    assert out["deleted"] is deleted
+    assert (NAME in cluster.objects) is not deleted
+    if not deleted:
+        assert "left alone" in out["reason"] and cluster.calls == [("get", NAME)]
+
+
+def test_a_job_already_gone_is_success():
+    out = cleanup(RecordingCluster(), job=dict(REF), execution=EXECUTION)
+    assert out == {"job": {**REF, "uid": None}, "deleted": False, "reason": "already gone"}
