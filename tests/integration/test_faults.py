@@ -9,11 +9,19 @@ docs/reliability.md lists every row, with the faults tested elsewhere.
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from harness.kubeapi import KubeAPI
+import pytest
+from botocore.exceptions import ClientError
+
+from harness.kubeapi import Fault, KubeAPI
 from harness.local import LocalJobsync
+from jobsync import cluster as jobsync_cluster
+from jobsync import evaluate, kube
+from jobsync.manifests import job_name
+from jobsync.model import Phase
 from tests.conftest import load_event
+from tests.integration.local_eks import REGION, count_mints, eks_jobsync
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
 PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
@@ -50,6 +58,161 @@ def calls(local: LocalJobsync, function: str) -> int:
     return sum(1 for c in local.sfn.invocations if c.function_name == function)
 
 
+# --- the Kubernetes API -----------------------------------------------------------
+
+
+def test_read_timeout_on_a_poll_is_retried_and_the_verdict_stands(monkeypatch):
+    # The client's read timeout is 20 s; the fault stalls 0.6 s against a 0.3 s timeout instead.
+    monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2, 0.3))
+    with LocalJobsync("success", SHORT, env=QUIET) as local:
+        # urllib3 retries a timed-out GET once by itself: two stalls make one poll fail.
+        local.api.inject(Fault.delay(0.6), method="GET", path_contains=JOB_GET, times=2)
+        result = local.run(execution_input(), name="read-timeout")
+        assert result.status == "SUCCEEDED"
+        assert errors(local) == ["TransientClusterError"]
+        assert_one_job_created(local)
+        assert [j["phase"] for j in result.jobs_left] == ["SUCCEEDED"]
+
+
+def test_read_timeout_on_create_never_makes_a_second_job(monkeypatch):
+    # The API creates the job after the client gave up; the retried submit either
+    # creates it (the stalled POST then gets 409) or adopts it. One job either way.
+    monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2, 0.3))
+    with LocalJobsync("success", SHORT, env=QUIET) as local:
+        local.api.inject(Fault.delay(0.6), method="POST", times=1)
+        result = local.run(execution_input(), name="create-timeout")
+        assert result.status == "SUCCEEDED"
+        assert errors(local, "jobsync-submit") == ["TransientClusterError"]
+        (job,) = local.api.objects(*PYTORCHJOBS)
+        assert job["metadata"]["name"] == job_name(result.execution_arn)
+        assert len(created(local.api)) == 1
+
+
+@pytest.mark.parametrize("fault", [Fault.internal_error(), Fault.too_many_requests(retry_after=1)], ids=["500", "429"])
+def test_transient_fault_on_create_is_retried_and_makes_one_job(fault):
+    with LocalJobsync("success", SHORT, env=QUIET) as local:
+        local.api.inject(fault, method="POST", times=2)
+        result = local.run(execution_input(), name="create-fault")
+        assert result.status == "SUCCEEDED"
+        assert errors(local) == ["TransientClusterError"] * 2
+        assert_one_job_created(local)
+        assert len(local.api.objects(*PYTORCHJOBS)) == 1
+
+
+def test_transient_fault_on_delete_is_retried_and_the_job_goes():
+    with LocalJobsync("failure", SHORT, env=QUIET) as local:
+        local.api.inject(Fault.unavailable(), method="DELETE", times=2)
+        result = local.run(execution_input(), name="delete-fault")
+        assert result.error == "JobFailed"
+        assert json.loads(result.cause)["deleted"] is True
+        assert errors(local, "jobsync-cleanup") == ["TransientClusterError"] * 2
+        assert_one_job_created(local)
+        assert result.jobs_left == []
+
+
+def test_a_401_once_remints_the_token_and_carries_on():
+    with eks_jobsync("success", SHORT, env=QUIET) as local:
+        mints = count_mints()
+        local.api.inject(Fault.unauthorized(), method="GET", path_contains=JOB_GET, times=1)
+        result = local.run(execution_input(), name="expired-token")
+        assert result.status == "SUCCEEDED"
+        assert errors(local) == []  # the client re-minted and retried inside one invocation
+        assert len(mints) == 2  # the first token, and one more after the 401
+        unauthorized = [r for r in local.api.requests if r.status == 401]
+        assert len(unauthorized) == 1
+        assert_one_job_created(local)
+
+
+def test_a_401_always_is_a_clear_auth_error_and_no_loop():
+    with eks_jobsync("success", SHORT, env=QUIET) as local:
+        local.api.inject(Fault.unauthorized(), method="GET", path_contains=JOB_GET, times=1000)
+        result = local.run(execution_input(), name="no-access-entry")
+        assert result.status == "FAILED" and result.error == "ClusterAuthError"
+        assert "401" in result.cause and "access entry" in result.cause
+        assert calls(local, "jobsync-status") == 1  # not retried by the state machine
+        assert len([r for r in local.api.requests if r.method == "GET"]) == 2  # the request and one re-auth retry
+        assert_one_job_created(local)
+        assert local.jobs_left() == []  # the Catch cleaned up: DELETE by uid needs no GET
+
+
+def test_describe_cluster_throttled_is_retried_by_the_state_machine():
+    with eks_jobsync("success", SHORT, env=QUIET) as local:
+        throttled: list[int] = []
+
+        def throttle_first(**_):
+            if not throttled:
+                throttled.append(1)
+                error = {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}
+                raise ClientError({**error, "ResponseMetadata": {"HTTPStatusCode": 400}}, "DescribeCluster")
+
+        jobsync_cluster._eks(REGION).meta.events.register("before-call.eks.DescribeCluster", throttle_first)
+        result = local.run(execution_input(), name="throttled")
+        assert result.status == "SUCCEEDED"
+        assert errors(local) == ["TransientClusterError"]
+        assert_one_job_created(local)
+
+
+def test_a_404_right_after_create_is_pending_then_the_run_goes_on():
+    with LocalJobsync("success", SHORT, env=QUIET) as local:
+        not_found = Fault.status(404, "NotFound", 'pytorchjobs.kubeflow.org "x" not found')
+        local.api.inject(not_found, method="GET", path_contains=JOB_GET, times=1)
+        result = local.run(execution_input(), name="not-visible-yet")
+        assert result.status == "SUCCEEDED"
+        assert (result.polls[0].phase, result.polls[0].reason) == ("PENDING", "NotVisibleYet")
+        assert_one_job_created(local)
+
+
+def test_a_job_deleted_after_it_ended_is_not_found_with_the_last_phase_seen():
+    with LocalJobsync("success", SHORT, env=QUIET) as local:
+        gone: list[str] = []
+
+        def ttl_controller(_now: float) -> None:
+            # ttlSecondsAfterFinished: 0 - the job goes the moment it succeeds, between two polls.
+            for job in local.api.objects(*PYTORCHJOBS):
+                if evaluate(job).phase == Phase.SUCCEEDED:
+                    local.api.delete((*PYTORCHJOBS, "ml-training", job["metadata"]["name"]))
+                    gone.append(job["metadata"]["name"])
+
+        local.clock.on_advance(ttl_controller)
+        result = local.run(execution_input(), name="ttl-deleted")
+        assert gone
+        assert result.status == "FAILED" and result.error == "JobNotFound"
+        cause = json.loads(result.cause)
+        assert cause["reason"] == "JobDeleted" and "last seen RUNNING" in cause["message"]
+        assert_one_job_created(local)
+        assert result.jobs_left == []
+
+
+# --- Step Functions and Lambda ---------------------------------------------------
+
+
+def test_a_submit_whose_result_was_lost_is_retried_and_adopts_its_job():
+    with LocalJobsync("success", SHORT, env=QUIET) as local:
+        # The handler runs (the job is created), then the invocation times out: the result is lost.
+        local.sfn.inject_lambda_timeout("jobsync-submit", call_handler=True)
+        result = local.run(execution_input(), name="lost-submit")
+        assert result.status == "SUCCEEDED"
+        posts = [r.status for r in local.api.requests if r.method == "POST"]
+        assert posts == [201, 409]  # the retry's create met the job, and adopted it
+        assert_one_job_created(local)
+        assert len(local.api.objects(*PYTORCHJOBS)) == 1
+
+
+def test_a_foreign_job_of_the_same_name_is_a_conflict_and_left_untouched():
+    with LocalJobsync("success", SHORT, env=QUIET) as local:
+        name = job_name(execution_arn(local, "collision"))
+        foreign = load_event("run-job-input.json")["job"]
+        foreign["metadata"] = {"name": name, "namespace": "ml-training", "labels": {"team": "someone-else"}}
+        before = local.api.put((*PYTORCHJOBS, "ml-training", name), foreign)
+        local.sim.stop()  # the foreign job stays exactly as it was put
+        result = local.run(execution_input(), name="collision")
+        assert result.status == "FAILED" and result.error == "JobConflict"
+        assert "not created by this execution" in result.cause
+        assert created(local.api) == []
+        assert local.api.get((*PYTORCHJOBS, "ml-training", name)) == before
+        assert not [r for r in local.api.requests if r.method == "DELETE"]
+
+
 @pytest.mark.parametrize(
     "inject",
     [
@@ -69,3 +232,11 @@ def test_a_status_lambda_that_dies_mid_poll_is_retried_and_the_verdict_stands(in
         assert len(errors(local, "jobsync-status")) == 2
         assert_one_job_created(local)
         assert [j["phase"] for j in result.jobs_left] == ["SUCCEEDED"]  # not cleaned up as an error
+
+
+def test_the_path_fragment_the_faults_use_matches_a_job_get():
+    # Guards the matrix against a fault that silently never fires (a wrong path or method).
+    with KubeAPI() as api:
+        api.inject(Fault.unavailable(), method="GET", path_contains=JOB_GET, times=1)
+        assert api.take_fault("GET", "/apis/kubeflow.org/v1/namespaces/ml-training/pytorchjobs/x") is not None
+        assert api.take_fault("GET", "/apis/kubeflow.org/v1/namespaces/ml-training/pytorchjobs/x") is None
