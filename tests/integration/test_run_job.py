@@ -8,6 +8,7 @@ phases it went through, and what was left in the cluster.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -160,7 +161,7 @@ def test_one_poll_costs_nine_history_events():
         result = local.run(load_event("run-job-input.json"), name="history")
         types = [event["type"] for event in local.sfn.history(result.execution_arn)]
     starts = [i for i, t in enumerate(types) if t == "WaitStateEntered"]
-    iterations = [types[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    iterations = [types[a:b] for a, b in itertools.pairwise(starts)]
     assert iterations and all(
         it
         == [

@@ -120,7 +120,7 @@ def test_template_substitution_and_missing_parameters():
     assert render_template(text, {"IMAGE": "a:1", "EPOCHS": 3, "FAST": True}) == "image: a:1\nepochs: 3\nfast: true\n"
     with pytest.raises(InvalidInput, match=r"missing values for placeholders \['EPOCHS', 'FAST'\]"):
         render_template(text, {"IMAGE": "a:1"})
-    with pytest.raises(InvalidInput, match="parameters.IMAGE: values must be a single line"):
+    with pytest.raises(InvalidInput, match=r"parameters\.IMAGE: values must be a single line"):
         render_template(text, {"IMAGE": "a\nprivileged: true", "EPOCHS": 1, "FAST": False})
 
 
