@@ -1,4 +1,9 @@
-"""CleanupFunction: delete the job when the execution's `cleanup` setting asks for it."""
+"""CleanupFunction: delete the job when the execution's `cleanup` setting asks for it.
+
+Two callers: the state machine's Cleanup state (the loop state), and an
+EventBridge rule for executions that ended without reaching it (aborted,
+timed out, failed: a "Step Functions Execution Status Change" event).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runs, runtime
+from jobsync import execution_events, runs, runtime
 from jobsync.inputs import CleanupRequest, parse
 
 if TYPE_CHECKING:
@@ -22,8 +27,10 @@ metrics = Metrics()
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = parse(CleanupRequest, event)
-    result = runs.cleanup(request, runtime.cluster(), runtime.settings())
+    if execution_events.is_execution_event(event):
+        result = execution_events.cleanup_after(event, runtime.cluster(), runtime.settings())
+    else:
+        result = runs.cleanup(parse(CleanupRequest, event), runtime.cluster(), runtime.settings())
     logger.info("cleanup", extra=result)
     if result["deleted"]:
         metrics.add_metric(name="JobsDeleted", unit=MetricUnit.Count, value=1)

@@ -18,6 +18,7 @@ from moto import mock_aws
 from harness.kubeapi import KubeAPI
 from harness.local import load_handler, pytorchjob_crd
 from jobsync import cluster, runtime
+from jobsync.manifests import job_labels, job_name
 from tests.conftest import EVENTS, load_event
 
 TESTED_ELSEWHERE = {"run-job-input.json"}  # the execution input: tests/integration/test_run_job.py
@@ -102,8 +103,26 @@ def test_cleanup_failed(api, lambda_context):
     assert api.objects(*PYTORCHJOBS) == []
 
 
+def test_cleanup_execution_aborted(api, lambda_context):
+    event = load_event("cleanup-execution-aborted.json")
+    arn = event["detail"]["executionArn"]
+    ref = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": job_name(arn)}
+    job = _job_for({"job": ref})
+    job["metadata"]["labels"] = job_labels(arn)  # as submit labelled it
+    api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
+    out = invoke("cleanup", event, lambda_context)
+    assert out["deleted"] is True and out["job"]["name"] == job_name(arn)
+    assert api.objects(*PYTORCHJOBS) == []
+
+
 def test_every_sample_event_has_a_test():
-    tested = {"submit-inline.json", "submit-template.json", "status-running.json", "cleanup-failed.json"}
+    tested = {
+        "submit-inline.json",
+        "submit-template.json",
+        "status-running.json",
+        "cleanup-failed.json",
+        "cleanup-execution-aborted.json",
+    }
     handled_by_prefix = ("evaluate-",)
     here = Path(__file__).read_text()
     for path in sorted(EVENTS.glob("*.json")):
@@ -111,4 +130,3 @@ def test_every_sample_event_has_a_test():
         if name in TESTED_ELSEWHERE or name.startswith(handled_by_prefix):
             continue
         assert name in tested or name in here, f"events/{name} is run by no test"
-

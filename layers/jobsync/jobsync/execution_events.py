@@ -1,0 +1,129 @@
+"""Cleanup for executions that ended outside the loop: aborted, timed out, or failed without reaching Cleanup.
+
+Step Functions runs no ``Catch`` when an execution is stopped by hand
+(StopExecution), reaches its own ``TimeoutSeconds``, or fails in a state that
+has no Catch. The job it submitted would run on, on its GPUs, with nobody
+waiting for it. EventBridge reports each such end as a "Step Functions
+Execution Status Change" event; a rule (template.yaml) sends the ABORTED,
+TIMED_OUT and FAILED ones of this state machine to the cleanup Lambda, which
+calls :func:`cleanup_after` here.
+
+What the event gives, and how the job is found from it:
+
+- the job's **name** is ``manifests.job_name(executionArn)``, the name submit
+  gave it;
+- its **namespace** is the deployment's (submit refuses any other);
+- its **kind** is the ``job`` manifest's in the execution input. For a
+  ``jobTemplate`` input the kind is not known without reading the template
+  (which may have changed since), so each allowed kind is tried: a GET by
+  name, and only a job whose ``jobsync.io/execution`` label is this
+  execution's is deleted;
+- the input's ``cleanup`` setting is honoured: ``never`` keeps the job,
+  ``onFailure`` and ``always`` delete it (the execution did not succeed).
+  An event without the input (EventBridge leaves out inputs over its size
+  limit) is treated as the default, ``onFailure``.
+
+A job that is already gone is success; a job of that name that another
+execution (or a person) created is left alone. The event arrives for FAILED
+executions that did run their Cleanup state too: the job is then already
+gone, or kept on purpose (``never``), and nothing changes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobsync import manifests
+from jobsync.errors import InvalidInput
+from jobsync.inputs import EXECUTION_ARN, parse
+from jobsync.kinds import KindSpec
+from jobsync.runs import Cluster, delete_if_ours, should_delete
+from jobsync.settings import Settings
+
+DETAIL_TYPE = "Step Functions Execution Status Change"
+SOURCE = "aws.states"
+ENDED_OUTSIDE_THE_LOOP = frozenset({"ABORTED", "TIMED_OUT", "FAILED"})
+CLEANUP_MODES = ("onFailure", "always", "never")
+
+
+class ExecutionDetail(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    executionArn: str = Field(pattern=EXECUTION_ARN)
+    stateMachineArn: str | None = None
+    status: str
+    input: str | None = None
+
+
+class ExecutionStatusChange(BaseModel):
+    """The parts of the EventBridge event cleanup reads."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True)
+
+    detail_type: Literal["Step Functions Execution Status Change"] = Field(alias="detail-type")
+    source: Literal["aws.states"]
+    detail: ExecutionDetail
+
+
+def is_execution_event(event: Any) -> bool:
+    """Whether ``event`` is an EventBridge event (rather than the state machine's loop state)."""
+    return isinstance(event, dict) and "detail-type" in event
+
+
+def cleanup_after(event: Any, cluster: Cluster, settings: Settings) -> dict[str, Any]:
+    """Delete the job of an execution that ended outside the loop, if its ``cleanup`` setting asks for it."""
+    change: ExecutionStatusChange = parse(ExecutionStatusChange, event)
+    detail = change.detail
+    arn, status = detail.executionArn, detail.status
+    name = manifests.job_name(arn)
+    job = {"namespace": settings.namespace, "name": name}
+    result: dict[str, Any] = {"execution": arn, "status": status, "job": job, "deleted": False}
+    if status not in ENDED_OUTSIDE_THE_LOOP:
+        return {**result, "reason": f"the execution is {status}: nothing to clean up"}
+
+    execution_input = _execution_input(detail)
+    mode = execution_input.get("cleanup", "onFailure")
+    if mode not in CLEANUP_MODES:
+        mode = "onFailure"  # submit refused the input, so there is no job; the label check below still applies
+    result["cleanup"] = mode
+    if not should_delete(mode, None):
+        return {**result, "reason": f"cleanup is {mode}"}
+
+    candidates = _candidate_kinds(execution_input, settings)
+    if not candidates:
+        return {**result, "reason": "the input's kind is not allowed here: submit created nothing"}
+    outcomes = []
+    for spec in candidates:
+        ref = {"apiVersion": spec.api_version, "kind": spec.kind, "namespace": settings.namespace, "name": name}
+        deleted, reason = delete_if_ours(cluster, spec, settings.namespace, name, arn)
+        if deleted:
+            return {**result, "job": ref, "deleted": True, "reason": reason}
+        outcomes.append((ref, reason))
+    foreign = [o for o in outcomes if o[1] != "already gone"]
+    ref, reason = (foreign or outcomes)[0]
+    return {**result, "job": ref, "reason": reason}
+
+
+def _execution_input(detail: ExecutionDetail) -> dict[str, Any]:
+    if detail.input is None:
+        return {}
+    try:
+        value = json.loads(detail.input)
+    except ValueError:
+        raise InvalidInput("detail.input: not JSON (the execution input, as a JSON string)") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"detail.input: must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _candidate_kinds(execution_input: dict[str, Any], settings: Settings) -> list[KindSpec]:
+    job = execution_input.get("job")
+    if isinstance(job, dict):
+        api_version, kind = job.get("apiVersion"), job.get("kind")
+        spec = settings.allowed(api_version, kind) if isinstance(api_version, str) and isinstance(kind, str) else None
+        return [spec] if spec else []
+    # A jobTemplate (or no usable job): the template's kind is not in the event; try each allowed one.
+    return list(settings.allowed_kinds)

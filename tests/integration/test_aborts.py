@@ -1,0 +1,196 @@
+"""Aborts and timeouts leave nothing behind.
+
+An execution stopped by hand, timed out at the state-machine level, or failed
+outside the loop runs no Catch, so its Cleanup state never runs. template.yaml
+routes its "Step Functions Execution Status Change" event to the cleanup
+Lambda. Here the real state machine runs and is stopped mid-run; the event
+the service would emit (built from DescribeExecution) goes to the real
+cleanup handler.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from harness.local import LocalJobsync, load_handler
+from jobsync.manifests import job_labels, job_name
+from tests.cfn import load_template
+from tests.conftest import FakeLambdaContext, load_event
+
+QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
+PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
+LONG = {"pending_s": 30, "run_s": 6 * 3600}
+
+
+def execution_arn(local: LocalJobsync, name: str) -> str:
+    return local._state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
+
+
+def status_change(description: dict[str, Any]) -> dict[str, Any]:
+    """The EventBridge event Step Functions emits when an execution ends, from DescribeExecution."""
+    arn = description["executionArn"]
+    millis = lambda d: int(d.timestamp() * 1000) if d else None  # noqa: E731
+    return {
+        "version": "0",
+        "id": "00000000-0000-0000-0000-000000000001",
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "account": arn.split(":")[4],
+        "time": description.get("stopDate").strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": arn.split(":")[3],
+        "resources": [arn],
+        "detail": {
+            "executionArn": arn,
+            "stateMachineArn": description["stateMachineArn"],
+            "name": description["name"],
+            "status": description["status"],
+            "startDate": millis(description.get("startDate")),
+            "stopDate": millis(description.get("stopDate")),
+            "input": description.get("input"),
+            "output": description.get("output"),
+            "inputDetails": {"included": True},
+            "outputDetails": None,
+            "error": description.get("error"),
+            "cause": description.get("cause"),
+        },
+    }
+
+
+def cleanup(event: dict[str, Any]) -> dict[str, Any]:
+    return load_handler("cleanup").lambda_handler(event, FakeLambdaContext())
+
+
+def run_and_abort(local: LocalJobsync, execution_input: dict[str, Any], after_s: float = 900) -> dict[str, Any]:
+    """Start an execution and StopExecution it ``after_s`` into the run (mid-Wait); returns DescribeExecution."""
+    name = "aborted"
+    arn = execution_arn(local, name)
+    t0 = local.clock.now()
+    stopped: list[float] = []
+
+    def abort(now: float) -> None:
+        if not stopped and now - t0 >= after_s:
+            stopped.append(now)
+            local.sfn.stop(arn, error="Cancelled", cause="stopped by hand")
+
+    local.clock.on_advance(abort)
+    local.start(execution_input, name=name)
+    return local.sfn.wait(arn)
+
+
+def requests(local: LocalJobsync) -> list[tuple[str, int | None]]:
+    return [(r.method, r.status) for r in local.api.requests]
+
+
+def test_an_aborted_executions_job_is_deleted_by_the_status_change_event():
+    with LocalJobsync("success", LONG, env=QUIET) as local:
+        description = run_and_abort(local, load_event("run-job-input.json"))
+        assert description["status"] == "ABORTED"
+        assert [j["phase"] for j in local.jobs_left()] == ["RUNNING"]  # no Catch ran: the job runs on
+        local.api.clear_requests()
+
+        out = cleanup(status_change(description))
+
+        assert out["deleted"] is True and out["reason"] == "deleted"
+        assert out["job"]["name"] == job_name(description["executionArn"]) and out["cleanup"] == "onFailure"
+        assert requests(local) == [("GET", 200), ("DELETE", 200)]  # the label check, then the delete
+        assert local.jobs_left() == []
+        assert cleanup(status_change(description))["reason"] == "already gone"  # a redelivered event is harmless
+
+
+def test_cleanup_never_keeps_the_job_of_an_aborted_execution():
+    with LocalJobsync("success", LONG, env=QUIET) as local:
+        description = run_and_abort(local, {**load_event("run-job-input.json"), "cleanup": "never"})
+        local.api.clear_requests()
+        out = cleanup(status_change(description))
+        assert out["deleted"] is False and out["reason"] == "cleanup is never"
+        assert requests(local) == []
+        assert len(local.jobs_left()) == 1
+
+
+def test_a_timed_out_execution_whose_input_is_a_template_tries_each_allowed_kind():
+    # A jobTemplate input says nothing of the kind: each allowed kind is looked up by name.
+    env = {**QUIET, "JOBSYNC_ALLOWED_KINDS": "TFJob,PyTorchJob"}
+    with LocalJobsync("success", env=env) as local:
+        arn = execution_arn(local, "from-template")
+        meta = {"name": job_name(arn), "namespace": "ml-training", "labels": job_labels(arn)}
+        job = {**load_event("run-job-input.json")["job"], "metadata": meta}
+        local.api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
+        description = {
+            "executionArn": arn,
+            "stateMachineArn": local._state_machine_arn,
+            "name": "from-template",
+            "status": "TIMED_OUT",
+            "input": json.dumps(load_event("submit-template.json") | {"cleanup": "always"}),
+            "stopDate": local.clock.utcnow(),
+        }
+        out = cleanup(status_change(description))
+        assert out["deleted"] is True and out["job"]["kind"] == "PyTorchJob"
+        assert [(r.method, r.resource, r.status) for r in local.api.requests] == [
+            ("GET", "tfjobs", 404),
+            ("GET", "pytorchjobs", 200),
+            ("DELETE", "pytorchjobs", 200),
+        ]
+
+
+@pytest.mark.parametrize("labels", [{}, {"team": "vision"}, "another execution"], ids=["none", "team", "other"])
+def test_a_job_of_that_name_this_execution_did_not_create_is_left_alone(labels):
+    with LocalJobsync("success", env=QUIET) as local:
+        arn = execution_arn(local, "failed-early")
+        if labels == "another execution":
+            labels = job_labels(execution_arn(local, "someone-else"))
+        meta = {"name": job_name(arn), "namespace": "ml-training", "labels": labels}
+        job = {**load_event("run-job-input.json")["job"], "metadata": meta}
+        before = local.api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
+        description = {
+            "executionArn": arn,
+            "stateMachineArn": local._state_machine_arn,
+            "name": "failed-early",
+            "status": "FAILED",
+            "input": json.dumps(load_event("run-job-input.json")),
+            "stopDate": local.clock.utcnow(),
+        }
+        out = cleanup(status_change(description))
+        assert out["deleted"] is False and "left alone" in out["reason"]
+        assert local.api.get((*PYTORCHJOBS, "ml-training", job_name(arn))) == before
+        assert not [r for r in local.api.requests if r.method == "DELETE"]
+
+
+def test_a_failed_execution_that_cleaned_up_itself_changes_nothing():
+    with LocalJobsync("failure", {"pending_s": 30, "run_s": 300}, env=QUIET) as local:
+        result = local.run(load_event("run-job-input.json"), name="failed")
+        assert result.error == "JobFailed" and result.jobs_left == []
+        description = local.sfn.wait(result.execution_arn)
+        out = cleanup(status_change(description))
+        assert out["deleted"] is False and out["reason"] == "already gone"
+
+
+@pytest.mark.parametrize("status", ["SUCCEEDED", "RUNNING"])
+def test_other_statuses_delete_nothing(status):
+    with LocalJobsync("success", env=QUIET) as local:
+        event = load_event("cleanup-execution-aborted.json")
+        event["detail"]["status"] = status
+        out = cleanup(event)
+        assert out["deleted"] is False and local.api.requests == []
+
+
+def test_the_rule_in_the_template_matches_the_event_the_service_sends():
+    function = load_template()["Resources"]["CleanupFunction"]["Properties"]
+    rule = function["Events"]["ExecutionEnded"]
+    assert rule["Type"] == "EventBridgeRule"
+    pattern = rule["Properties"]["Pattern"]
+    assert pattern["detail"].pop("stateMachineArn") == [{"Ref": "RunJobStateMachine"}]  # this state machine only
+
+    def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
+        return all(
+            matches(want, event.get(key) or {}) if isinstance(want, dict) else event.get(key) in want
+            for key, want in pattern.items()
+        )
+
+    event = load_event("cleanup-execution-aborted.json")
+    for status in ("ABORTED", "TIMED_OUT", "FAILED"):
+        assert matches(pattern, {**event, "detail": {**event["detail"], "status": status}})
+    for status in ("SUCCEEDED", "RUNNING", "PENDING_REDRIVE"):
+        assert not matches(pattern, {**event, "detail": {**event["detail"], "status": status}})
