@@ -1,0 +1,247 @@
+"""Poll sequences under each wait policy, fed to the policy exactly as ``runs.poll`` feeds it.
+
+Time starts at 0 when Submit creates the job. Submit asks the policy for the
+first wait with phase PENDING; every poll then GETs the job, notes when the
+phase it reports first appeared (``phase_since`` is the poll time at which it
+changed), counts itself, and asks the policy for the next wait. A job that
+ended is noticed at the first poll at or after its end. Execution latency
+(Lambda, state transitions: well under a second per poll) is left out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.statemachine import HISTORY_CAP, CostModel
+from bench.workload import Job
+from jobsync import policy as jobsync_policy
+from jobsync.model import Phase
+from jobsync.policy import PollState, WaitBounds, next_wait
+
+DAY = 86_400
+SIM_DEADLINE_S = 7 * DAY  # generous: no job in the workload reaches it
+CAP_HORIZON_S = 30 * DAY  # the longest deadline the template allows (MaxTimeoutSeconds)
+# Deadlines the history-cap check runs with: just over a week (a 7-day job, budget
+# guard not yet needed) and the 30-day maximum (guard active from the first poll).
+CAP_DEADLINES_S = (8 * DAY, CAP_HORIZON_S)
+CAP_PENDING_S = 600.0  # the longest PENDING spell of the workload: the most polls before RUNNING
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How one contender decides its waits, and which state machine it runs on."""
+
+    name: str
+    description: str
+    machine: str  # key of bench.statemachine.cost_models()
+    fixed_seconds: int | None = None  # a constant Wait state; otherwise jobsync's next_wait
+    bounds: WaitBounds = field(default_factory=WaitBounds)
+    hint: bool = False  # pass the job's expectedDurationSeconds
+    check_at_submit: bool = False  # the seed GETs the job straight after creating it
+    # Module constants of jobsync.policy to override for a sweep (never written to the file).
+    constants: tuple[tuple[str, float], ...] = ()
+
+
+def standard_policies() -> list[Policy]:
+    return [
+        Policy(
+            "seed-600",
+            "the hand-written eks:call loop: GET, Choice, Pass, Wait 600 s; no Lambda",
+            machine="seed",
+            fixed_seconds=600,
+            check_at_submit=True,
+        ),
+        Policy("fixed-60", "jobsync's state machine, Wait fixed at 60 s", machine="jobsync", fixed_seconds=60),
+        Policy("default", "jobsync's policy, WaitBounds() defaults, no hint", machine="jobsync"),
+        Policy(
+            "default-hint20",
+            "jobsync's policy given expectedDurationSeconds off by up to ±20 %",
+            machine="jobsync",
+            hint=True,
+        ),
+    ]
+
+
+@contextlib.contextmanager
+def policy_constants(overrides: Sequence[tuple[str, float]]) -> Iterator[None]:
+    """Run the real jobsync.policy with some module constants changed, and put them back."""
+    saved = {name: getattr(jobsync_policy, name) for name, _ in overrides}
+    try:
+        for name, value in overrides:
+            setattr(jobsync_policy, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(jobsync_policy, name, value)
+
+
+def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> list[float]:
+    """Times of every poll of ``job`` until one sees it end or the deadline passes."""
+    if policy.fixed_seconds is not None:
+        return _fixed_poll_times(job, policy, deadline)
+    hint = job.hint_s if policy.hint else None
+    bounds = policy.bounds
+    phase, since, polls, now = Phase.PENDING, 0.0, 0, 0.0
+    wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds)  # from Submit
+    times: list[float] = []
+    while True:
+        now += wait
+        polls += 1
+        times.append(now)
+        seen = job.phase_at(now)
+        if seen is not phase:
+            phase, since = seen, now
+        if seen is Phase.SUCCEEDED or now >= deadline:  # runs.poll: terminal, or TIMED_OUT
+            return times
+        wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds)
+
+
+def _fixed_poll_times(job: Job, policy: Policy, deadline: float) -> list[float]:
+    step = policy.fixed_seconds or 0
+    first = 0 if policy.check_at_submit else step
+    polls = 1 + max(0, math.ceil((job.end_s - first) / step))
+    times = [float(first + i * step) for i in range(polls)]
+    if policy.machine == "jobsync":  # the status Lambda ends the loop at the deadline; the seed has none
+        past = next((i for i, t in enumerate(times) if t >= deadline), None)
+        if past is not None:
+            times = times[: past + 1]
+    return times
+
+
+@dataclass(frozen=True)
+class JobRun:
+    job: Job
+    polls: int
+    delay_s: float  # end of the job -> the poll that saw it
+    timed_out: bool
+
+
+def simulate(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> JobRun:
+    times = poll_times(job, policy, deadline)
+    noticed = times[-1]
+    return JobRun(job, len(times), noticed - job.end_s, noticed < job.end_s)
+
+
+def p95(values: Sequence[float]) -> float:
+    """Nearest-rank 95th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+@dataclass(frozen=True)
+class Prices:
+    """List prices, us-east-1, on-demand, without the free tier."""
+
+    sfn_per_transition: float = 0.025 / 1000  # Step Functions Standard
+    lambda_per_request: float = 0.20 / 1_000_000
+    lambda_per_gb_second: float = 0.0000166667  # x86_64
+    lambda_memory_mb: int = 256  # template.yaml Globals: MemorySize
+    lambda_billed_ms: int = 1  # per invocation; set from the measured status handler latency
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "region": "us-east-1",
+            "step_functions_standard_usd_per_1000_transitions": self.sfn_per_transition * 1000,
+            "lambda_usd_per_1m_requests": self.lambda_per_request * 1_000_000,
+            "lambda_usd_per_gb_second_x86": self.lambda_per_gb_second,
+            "lambda_memory_mb": self.lambda_memory_mb,
+            "lambda_billed_ms_per_invocation": self.lambda_billed_ms,
+            "free_tier": "not applied",
+        }
+
+
+def evaluate_policy(
+    policy: Policy, jobs: Sequence[Job], model: CostModel, prices: Prices, cap_check: bool = True
+) -> dict[str, Any]:
+    """Detection delay, polls and cost per job of ``policy`` over ``jobs``."""
+    with policy_constants(policy.constants):
+        runs = [simulate(job, policy) for job in jobs]
+        longest = longest_job_within_cap(policy, model) if cap_check else None
+    delays = [r.delay_s for r in runs]
+    polls = statistics.fmean(r.polls for r in runs)
+    invocations = model.lambda_invocations(polls)
+    gb_s = invocations * prices.lambda_billed_ms / 1000 * prices.lambda_memory_mb / 1024
+    transitions = model.transitions(polls)
+    cost = {
+        "step_functions": 1000 * transitions * prices.sfn_per_transition,
+        "lambda_requests": 1000 * invocations * prices.lambda_per_request,
+        "lambda_compute": 1000 * gb_s * prices.lambda_per_gb_second,
+    }
+    by_class: dict[str, dict[str, float]] = {}
+    for klass in dict.fromkeys(job.klass for job in jobs):
+        mine = [r for r in runs if r.job.klass == klass]
+        by_class[klass] = {
+            "jobs": len(mine),
+            "mean_delay_s": statistics.fmean(r.delay_s for r in mine),
+            "polls_per_job": statistics.fmean(r.polls for r in mine),
+        }
+    return {
+        "description": policy.description,
+        "machine": policy.machine,
+        "jobs": len(runs),
+        "mean_delay_s": statistics.fmean(delays),
+        "p95_delay_s": p95(delays),
+        "max_delay_s": max(delays),
+        "polls_per_job": polls,
+        "transitions_per_job": transitions,
+        "history_events_per_job": model.events(polls),
+        "max_history_events": model.events(max(r.polls for r in runs)),
+        "lambda_invocations_per_job": invocations,
+        "lambda_gb_s_per_job": gb_s,
+        "cost_per_1000_jobs_usd": sum(cost.values()),
+        "cost_per_1000_jobs_breakdown_usd": cost,
+        "longest_job_within_history_cap_s": longest,
+        "timed_out_jobs": sum(r.timed_out for r in runs),
+        "by_class": by_class,
+        # With a hint: jobs that end after the window the policy watches closely (its fallback then waits longer).
+        "jobs_past_hint_window": (
+            sum(r.job.end_s > (1 + policy.bounds.hint_tolerance) * r.job.hint_s for r in runs) if policy.hint else None
+        ),
+    }
+
+
+def longest_job_within_cap(policy: Policy, model: CostModel, cap: int = HISTORY_CAP) -> float | str:
+    """The longest run (after a 10-minute PENDING) whose execution stays within ``cap`` history events.
+
+    "unbounded" when every length up to the 30-day maximum deadline fits, for
+    each deadline in CAP_DEADLINES_S (a job longer than its deadline ends as
+    TIMED_OUT, so no length can do worse). With a hint, the hint is 0.8x and
+    1.2x the true length, the worst cases of the workload's error.
+    """
+    max_polls = model.max_polls(cap)
+
+    def fits(run_s: float, deadline: float) -> bool:
+        factors = (0.8, 1.2) if policy.hint else (1.0,)
+        return all(len(poll_times(_cap_job(run_s, f), policy, deadline)) <= max_polls for f in factors)
+
+    worst: float | None = None
+    for deadline in CAP_DEADLINES_S:
+        longest_run = deadline - CAP_PENDING_S
+        # Without a hint, a longer job only adds polls, so the longest one decides. With
+        # one, the schedule depends on the length: check every day's length as well.
+        lengths = [longest_run, *(range(DAY, int(longest_run), DAY) if policy.hint else ())]
+        failing = [run for run in lengths if not fits(run, deadline)]
+        if not failing:
+            continue
+        # Bisect the end of the lengths that fit below the shortest failing one.
+        lo, hi = 0.0, float(min(failing))
+        while hi - lo > 1:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if fits(mid, deadline) else (lo, mid)
+        worst = lo if worst is None else min(worst, lo)
+    return "unbounded" if worst is None else round(worst)
+
+
+def _cap_job(run_s: float, hint_factor: float) -> Job:
+    return Job("cap-check", CAP_PENDING_S, run_s, max(1, round((CAP_PENDING_S + run_s) * hint_factor)))
+
+
+def evaluate_all(
+    policies: Sequence[Policy], jobs: Sequence[Job], models: Mapping[str, CostModel], prices: Prices, **kwargs: Any
+) -> dict[str, dict[str, Any]]:
+    return {p.name: evaluate_policy(p, jobs, models[p.machine], prices, **kwargs) for p in policies}

@@ -1,0 +1,196 @@
+"""What one execution costs in Step Functions, read off the state machine definitions.
+
+Standard workflows bill one state transition per state entered, and an
+execution ends when its history reaches 25,000 events. Both follow from the
+path an execution takes through the definition, so the path is walked here
+rather than counted by hand: ``CostModel.from_definition`` walks an execution
+that polls once, twice and three times, and takes the fixed and the per-poll
+part from the difference (checking that the cost really is linear in polls).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+JOBSYNC_DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
+JOBSYNC_POLL_STATE = "Status"
+HISTORY_CAP = 25_000
+
+# History events each state type writes when it runs once and succeeds:
+#   Task    TaskStateEntered, TaskScheduled, TaskStarted, TaskSucceeded, TaskStateExited
+#   Wait    WaitStateEntered, WaitStateExited (and Choice, Pass, Succeed alike)
+#   Fail    FailStateEntered (the ExecutionFailed that follows is the execution's own)
+HISTORY_EVENTS_PER_STATE = {"Task": 5, "Wait": 2, "Choice": 2, "Pass": 2, "Succeed": 2, "Fail": 1}
+EXECUTION_EVENTS = 2  # ExecutionStarted, and ExecutionSucceeded or ExecutionFailed
+LAMBDA_RESOURCES = ("arn:aws:states:::lambda:invoke", "arn:aws:lambda:")
+
+# The hand-written loop jobsync replaces, as ../shared/seeds/000_*.txt builds it:
+# create the PyTorchJob (there through a ConfigMap-templated Kubernetes Job, one
+# eks:runJob.sync Task), take its name (Pass), then GET (eks:call) -> Choice on the
+# conditions -> Pass -> Wait 600 s -> GET ... The article's Choice tests
+# conditions[0..4].type with JSONPath rules; one JSONata condition per outcome here
+# enters the same states, so it costs the same transitions and events.
+SEED_600: dict[str, Any] = {
+    "Comment": "The seed's fixed 600 s eks:call loop (reconstructed for counting, never deployed).",
+    "QueryLanguage": "JSONata",
+    "StartAt": "Create Training Job",
+    "States": {
+        "Create Training Job": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::eks:runJob.sync",
+            "Next": "Get Training Job Name",
+        },
+        "Get Training Job Name": {"Type": "Pass", "Next": "Query Training Job Status"},
+        "Query Training Job Status": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::eks:call",
+            "Next": "Evaluate Job Completion",
+        },
+        "Evaluate Job Completion": {
+            "Type": "Choice",
+            "Choices": [
+                {
+                    "Condition": "{% 'Succeeded' in $states.input.ResponseBody.items[0].status.conditions.type %}",
+                    "Next": "Training Completed Successfully",
+                },
+                {
+                    "Condition": "{% 'Failed' in $states.input.ResponseBody.items[0].status.conditions.type %}",
+                    "Next": "Training Failed",
+                },
+            ],
+            "Default": "Prepare Next Query",
+        },
+        "Prepare Next Query": {"Type": "Pass", "Next": "Wait Polling Interval"},
+        "Wait Polling Interval": {"Type": "Wait", "Seconds": 600, "Next": "Query Training Job Status"},
+        "Training Completed Successfully": {"Type": "Succeed"},
+        "Training Failed": {"Type": "Fail", "Error": "TrainingFailed"},
+    },
+}
+SEED_POLL_STATE = "Query Training Job Status"
+
+
+def load_jobsync_definition(path: Path = JOBSYNC_DEFINITION) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def _choose(state: dict[str, Any], phase: str) -> str:
+    """The branch a Choice takes for ``phase``: the first rule whose condition names it.
+
+    Conditions in both definitions compare the phase (or condition type) with
+    quoted literals, e.g. ``phase in ['SUCCEEDED', 'FAILED', ...]``.
+    """
+    for rule in state.get("Choices", []):
+        literals = {word.upper() for word in re.findall(r"'([A-Za-z_]+)'", rule.get("Condition", ""))}
+        if phase.upper() in literals:
+            return rule["Next"]
+    return state["Default"]
+
+
+def walk(definition: dict[str, Any], poll_state: str, phases: Sequence[str], initial: str = "PENDING") -> list[str]:
+    """The states an execution enters when its polls see ``phases`` in turn (the last one ends it)."""
+    states = definition["States"]
+    name, phase, seen = definition["StartAt"], initial, iter(phases)
+    path: list[str] = []
+    for _ in range(100 * (len(phases) + 10)):
+        state = states[name]
+        path.append(name)
+        if name == poll_state:
+            phase = next(seen)
+        if state["Type"] in ("Succeed", "Fail") or state.get("End"):
+            return path
+        name = _choose(state, phase) if state["Type"] == "Choice" else state["Next"]
+    raise RuntimeError(f"no end state reached from {definition['StartAt']!r}: is the loop's exit reachable?")
+
+
+def history_events(definition: dict[str, Any], path: Iterable[str]) -> int:
+    states = definition["States"]
+    return EXECUTION_EVENTS + sum(HISTORY_EVENTS_PER_STATE[states[name]["Type"]] for name in path)
+
+
+def lambda_invocations(definition: dict[str, Any], path: Iterable[str]) -> int:
+    states = definition["States"]
+    return sum(1 for name in path if str(states[name].get("Resource", "")).startswith(LAMBDA_RESOURCES))
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Per-execution cost as ``fixed + per_poll * polls`` (polls: GETs of the job, the last one sees it end)."""
+
+    machine: str
+    loop: tuple[str, ...]  # the states one more poll enters, in order
+    fixed_path: tuple[str, ...]  # an execution that polls once
+    transitions_per_poll: int
+    transitions_fixed: int
+    events_per_poll: int
+    events_fixed: int
+    lambda_per_poll: int
+    lambda_fixed: int
+
+    @classmethod
+    def from_definition(
+        cls,
+        machine: str,
+        definition: dict[str, Any],
+        poll_state: str,
+        running: str = "RUNNING",
+        done: str = "SUCCEEDED",
+    ) -> CostModel:
+        paths = [walk(definition, poll_state, [running] * extra + [done]) for extra in range(3)]
+        transitions = [len(p) for p in paths]
+        events = [history_events(definition, p) for p in paths]
+        lambdas = [lambda_invocations(definition, p) for p in paths]
+        for series in (transitions, events, lambdas):
+            if series[2] - series[1] != series[1] - series[0]:
+                raise ValueError(f"{machine}: cost is not linear in polls: {series}")
+        first, second = (i for i, name in enumerate(paths[1]) if name == poll_state)
+        return cls(
+            machine=machine,
+            loop=tuple(paths[1][first + 1 : second + 1]),
+            fixed_path=tuple(paths[0]),
+            transitions_per_poll=transitions[1] - transitions[0],
+            transitions_fixed=2 * transitions[0] - transitions[1],
+            events_per_poll=events[1] - events[0],
+            events_fixed=2 * events[0] - events[1],
+            lambda_per_poll=lambdas[1] - lambdas[0],
+            lambda_fixed=2 * lambdas[0] - lambdas[1],
+        )
+
+    def transitions(self, polls: float) -> float:
+        return self.transitions_fixed + self.transitions_per_poll * polls
+
+    def events(self, polls: float) -> float:
+        return self.events_fixed + self.events_per_poll * polls
+
+    def lambda_invocations(self, polls: float) -> float:
+        return self.lambda_fixed + self.lambda_per_poll * polls
+
+    def max_polls(self, cap: int = HISTORY_CAP) -> int:
+        """The most polls an execution can make before its history passes ``cap`` events."""
+        return (cap - self.events_fixed) // self.events_per_poll
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "states_per_poll": list(self.loop),
+            "execution_that_polls_once": list(self.fixed_path),
+            "transitions_per_poll": self.transitions_per_poll,
+            "transitions_fixed": self.transitions_fixed,
+            "history_events_per_poll": self.events_per_poll,
+            "history_events_fixed": self.events_fixed,
+            "lambda_invocations_per_poll": self.lambda_per_poll,
+            "lambda_invocations_fixed": self.lambda_fixed,
+            "max_polls_within_history_cap": self.max_polls(),
+        }
+
+
+def cost_models() -> dict[str, CostModel]:
+    """The two machines the policies run on: jobsync's definition, and the seed loop."""
+    return {
+        "jobsync": CostModel.from_definition("jobsync", load_jobsync_definition(), JOBSYNC_POLL_STATE),
+        "seed": CostModel.from_definition("seed", SEED_600, SEED_POLL_STATE),
+    }
