@@ -1,0 +1,97 @@
+"""Check the simulator and the cost model against the real state machine, end to end.
+
+A few jobs run through ``harness.local.LocalJobsync`` (run_job.asl.json in
+moto's interpreter, the real handlers, the local Kubernetes API and the
+operator simulator, on virtual time). For each, the job's actual start and end
+(from its conditions) are handed to the simulator, which must predict the very
+poll times the execution made; and the execution's history must hold as many
+states entered and events as the cost model says for that many polls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from bench.simulate import Policy, poll_times
+from bench.statemachine import CostModel
+from bench.workload import Job
+from jobsync import clock as jobsync_clock
+
+QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
+
+
+@dataclass(frozen=True)
+class Case:
+    pending_s: int
+    run_s: int
+    hint_s: int | None = None
+
+
+# No hint; a hint whose window holds the end; a hint too short (the end falls past its window).
+CASES = (Case(90, 1500), Case(200, 5400, hint_s=5800), Case(60, 3000, hint_s=2400))
+
+
+def _conditions_time(job: dict[str, Any], ctype: str) -> float:
+    for condition in job.get("status", {}).get("conditions", []):
+        if condition["type"] == ctype:
+            stamp = jobsync_clock.parse(condition["lastTransitionTime"])
+            if stamp is not None:
+                return stamp
+    raise ValueError(f"the job has no {ctype} condition")
+
+
+def run_case(case: Case, model: CostModel) -> dict[str, Any]:
+    from harness.local import LocalJobsync  # pulls in moto: only when this check runs
+
+    execution_input = {"job": json.loads(_input_text())["job"], "timeoutSeconds": 7 * 86_400}
+    if case.hint_s:
+        execution_input["expectedDurationSeconds"] = case.hint_s
+    timings = {"pending_s": case.pending_s, "run_s": case.run_s}
+    # Handler log lines go to stdout; the benchmark's table should not drown in them.
+    with contextlib.redirect_stdout(io.StringIO()), LocalJobsync("success", timings, env=QUIET) as local:
+        result = local.run(execution_input, timeout_s=300)
+        assert local.sfn and local.api
+        history = local.sfn.history(result.execution_arn)
+        job = local.api.objects("kubeflow.org", "v1", "pytorchjobs")[0]
+    if result.status != "SUCCEEDED":
+        raise RuntimeError(f"cross-check execution ended {result.status}: {result.error} {result.cause}")
+    submitted = jobsync_clock.parse(result.output["submittedAt"]) or 0.0
+    started = _conditions_time(job, "Running") - submitted
+    ended = (jobsync_clock.parse(job["status"]["completionTime"]) or 0.0) - submitted
+    actual = [round(poll.at - submitted, 3) for poll in result.polls]
+    # The simulator, given what really happened to the job.
+    replay = Job("cross-check", started, ended - started, case.hint_s or 0)
+    predicted = poll_times(replay, Policy("default", "", "jobsync", hint=case.hint_s is not None), 7 * 86_400)
+    entered = sum(1 for event in history if event["type"].endswith("StateEntered"))
+    return {
+        "pending_s": case.pending_s,
+        "run_s": case.run_s,
+        "expected_duration_s": case.hint_s,
+        "polls": len(actual),
+        "detection_delay_s": actual[-1] - ended,
+        "poll_times_match": actual == predicted,
+        "states_entered": entered,
+        "states_entered_model": model.transitions(len(actual)),
+        "history_events": len(history),
+        "history_events_model": model.events(len(actual)),
+    }
+
+
+def _input_text() -> str:
+    from bench.statemachine import ROOT
+
+    return (ROOT / "events" / "run-job-input.json").read_text()
+
+
+def crosscheck(model: CostModel) -> dict[str, Any]:
+    runs = [run_case(case, model) for case in CASES]
+    return {
+        "runs": runs,
+        "poll_times_match": all(r["poll_times_match"] for r in runs),
+        "transitions_match": all(r["states_entered"] == r["states_entered_model"] for r in runs),
+        "history_events_match": all(r["history_events"] == r["history_events_model"] for r in runs),
+    }
