@@ -1,0 +1,134 @@
+"""`make bench`: detection delay and cost of jobsync's wait policies against the fixed 10-minute loop.
+
+    python -m bench [--jobs N] [--seed S] [--quick] [--sweep] [--no-write]
+
+Prints the tables, and writes bench/results.json, docs/performance.md and
+docs/performance.png (unless --no-write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.simulate import Prices, evaluate_all, standard_policies
+from bench.statemachine import ROOT, cost_models
+from bench.workload import make_workload
+
+RESULTS = ROOT / "bench" / "results.json"
+MARKDOWN = ROOT / "docs" / "performance.md"
+PLOT = ROOT / "docs" / "performance.png"
+TEMPLATE = ROOT / "template.yaml"
+
+
+@dataclass(frozen=True)
+class Config:
+    jobs: int = 3000
+    seed: int = 20250101
+    import_runs: int = 7
+    latency_calls: int = 200
+    crosscheck: bool = True
+    cap_check: bool = True
+
+
+QUICK = Config(jobs=300, import_runs=1, latency_calls=20, crosscheck=False)
+
+
+def lambda_memory_mb(template: Path = TEMPLATE) -> int:
+    """MemorySize from the template's Globals (read as text: the YAML holds CloudFormation tags)."""
+    for line in template.read_text().splitlines():
+        if line.strip().startswith("MemorySize:"):
+            return int(line.split(":", 1)[1])
+    raise ValueError(f"no MemorySize in {template.name}")
+
+
+def run(config: Config, progress: Any = print) -> dict[str, Any]:
+    """Every measurement, as the dict bench/results.json holds."""
+    from bench import lambdas
+
+    started = time.perf_counter()
+    lam = lambdas.measure(config.import_runs, config.latency_calls, progress)
+    # Billed per invocation: the measured warm status-handler latency, rounded up to Lambda's 1 ms.
+    prices = Prices(lambda_memory_mb=lambda_memory_mb(), lambda_billed_ms=max(1, math.ceil(lam["handler_median_ms"])))
+    models = cost_models()
+    jobs = make_workload(config.jobs, config.seed)
+    progress(f"policies: simulating {len(jobs):,} jobs")
+    results: dict[str, Any] = evaluate_all(standard_policies(), jobs, models, prices, cap_check=config.cap_check)
+    if config.crosscheck:
+        from bench.crosscheck import crosscheck
+
+        progress("cross-check: the real state machine end to end")
+        results["crosscheck"] = crosscheck(models["jobsync"])
+    results["lambda"] = lam
+    results["cost_model"] = {name: model.summary() for name, model in models.items()}
+    results["prices"] = prices.as_dict()
+    results["meta"] = {
+        "policies": [p.name for p in standard_policies()],
+        "not_run": {"watch": report.WATCH_NOTE},
+        "jobs": config.jobs,
+        "seed": config.seed,
+        "config": asdict(config),
+        "longest_job_within_history_cap_s": 'a number of seconds, or "unbounded": every length up to the '
+        "30-day maximum deadline fits (checked with deadlines of 8 and 30 days)",
+        "machine": report.machine(),
+    }
+    results["targets"] = report.targets(results)
+    results["meta"]["run_seconds"] = time.perf_counter() - started
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, help=f"simulated jobs (default {Config.jobs})")
+    parser.add_argument("--seed", type=int, default=Config.seed, help="workload RNG seed")
+    parser.add_argument("--quick", action="store_true", help="a small run: fewer jobs and samples, no cross-check")
+    parser.add_argument(
+        "--import-runs", type=int, help=f"fresh processes per import timing (default {Config.import_runs})"
+    )
+    parser.add_argument("--sweep", action="store_true", help="also compare alternative WaitBounds and policy constants")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave results.json and docs/ alone")
+    args = parser.parse_args(argv)
+
+    config = QUICK if args.quick else Config()
+    config = replace(config, seed=args.seed)
+    if args.jobs:
+        config = replace(config, jobs=args.jobs)
+    if args.import_runs is not None:
+        config = replace(config, import_runs=args.import_runs)
+
+    def progress(message: str) -> None:
+        print(f"... {message}", file=sys.stderr, flush=True)
+
+    results = run(config, progress)
+    print(
+        report.policy_table(results),
+        "",
+        report.lambda_table(results),
+        "",
+        report.targets_table(results["targets"]),
+        sep="\n",
+    )
+    if not args.no_write:
+        RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        MARKDOWN.parent.mkdir(exist_ok=True)
+        report.write(results, MARKDOWN, PLOT, progress)
+    if args.sweep:
+        from bench.sweep import render, sweep
+
+        progress("sweep: alternative constants")
+        jobs = make_workload(config.jobs, config.seed)
+        # The sweep compares delay and transitions only; prices do not enter it.
+        print(render(sweep(jobs, cost_models()["jobsync"], results["seed-600"], Prices())))
+    print(f"\nbenchmark: {results['meta']['run_seconds']:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

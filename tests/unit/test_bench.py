@@ -1,0 +1,139 @@
+"""The benchmark (bench/) on a tiny workload: the structure and the sanity of what it reports."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import pytest
+
+from bench import report
+from bench.__main__ import Config, run
+from bench.simulate import Policy, _fixed_poll_times, poll_times, standard_policies
+from bench.statemachine import SEED_600, SEED_POLL_STATE, CostModel, cost_models, walk
+from bench.workload import Job, make_workload
+from jobsync.policy import WaitBounds
+
+POLICIES = ("seed-600", "fixed-60", "default", "default-hint20")
+
+
+@pytest.fixture(scope="module")
+def results():
+    # Tiny: 30 jobs, no fresh-process import timing, no end-to-end cross-check (moto is slow to import).
+    return run(Config(jobs=30, import_runs=0, latency_calls=5, crosscheck=False), progress=lambda _m: None)
+
+
+def test_cost_model_is_read_off_the_real_definition():
+    models = cost_models()
+    jobsync = models["jobsync"]
+    assert set(jobsync.loop) == {"Wait", "Status", "IsDone"}
+    assert (jobsync.transitions_per_poll, jobsync.events_per_poll, jobsync.lambda_per_poll) == (3, 9, 1)
+    assert list(jobsync.fixed_path) == [
+        "Submit",
+        "IsDone",
+        "Wait",
+        "Status",
+        "IsDone",
+        "Cleanup",
+        "Outcome",
+        "Succeeded",
+    ]
+    assert jobsync.transitions_fixed == 5  # Submit, IsDone, Cleanup, Outcome, Succeeded
+    seed = models["seed"]
+    assert (seed.transitions_per_poll, seed.events_per_poll, seed.lambda_per_poll) == (4, 11, 0)
+
+
+def test_walk_follows_the_phase_through_choices():
+    path = walk(SEED_600, SEED_POLL_STATE, ["RUNNING", "FAILED"])
+    assert path[-1] == "Training Failed"
+    assert path.count(SEED_POLL_STATE) == 2
+
+
+def test_the_cost_model_follows_the_definition_it_is_given():
+    variant = json.loads(json.dumps(SEED_600))
+    # One more Pass in the loop: one more transition and two more history events per poll.
+    variant["States"]["Prepare Next Query"]["Next"] = "Log Poll"
+    variant["States"]["Log Poll"] = {"Type": "Pass", "Next": "Wait Polling Interval"}
+    model = CostModel.from_definition("variant", variant, SEED_POLL_STATE)
+    assert (model.transitions_per_poll, model.events_per_poll) == (5, 13)
+    # ... which the last poll (it sees the end) does not take: the fixed part is one lower.
+    assert model.transitions_fixed == cost_models()["seed"].transitions_fixed - 1
+
+
+def test_fixed_wait_shortcut_equals_the_poll_loop():
+    job = Job("x", 123.4, 2000.0, 0)
+    seed = standard_policies()[0]
+    times = _fixed_poll_times(job, seed, 7 * 86_400)
+    assert times[0] == 0 and all(b - a == 600 for a, b in itertools.pairwise(times))
+    assert times[-1] >= job.end_s > times[-2]
+    fixed_60 = standard_policies()[1]
+    assert _fixed_poll_times(job, fixed_60, 7 * 86_400)[:2] == [60.0, 120.0]
+    # Past the deadline, jobsync's Status ends the loop at the first poll at or after it.
+    assert _fixed_poll_times(Job("x", 0, 10_000, 0), fixed_60, 1000)[-1] == 1020.0
+
+
+def test_policy_polls_as_runs_poll_would():
+    job = Job("x", 90, 1500, 0)
+    times = poll_times(job, Policy("default", "", "jobsync"))
+    # Submit's wait is min_seconds; the job is noticed at the first poll at or after its end.
+    assert times[0] == WaitBounds().min_seconds
+    assert times[-1] >= job.end_s > times[-2]
+    assert all(isinstance(t, float) and t == int(t) for t in times)
+
+
+def test_workload_is_reproducible_and_split_in_thirds():
+    jobs = make_workload(30, 7)
+    assert jobs == make_workload(30, 7)
+    assert [sum(j.klass == k for j in jobs) for k in ("10-30 min", "1-3 h", "3-24 h")] == [10, 10, 10]
+    assert all(0 <= j.pending_s <= 600 and 0.8 * j.end_s - 1 <= j.hint_s <= 1.2 * j.end_s + 1 for j in jobs)
+
+
+def test_results_have_every_policy_with_sane_numbers(results):
+    for name in POLICIES:
+        r = results[name]
+        for key in (
+            "mean_delay_s",
+            "p95_delay_s",
+            "transitions_per_job",
+            "lambda_gb_s_per_job",
+            "longest_job_within_history_cap_s",
+            "polls_per_job",
+            "history_events_per_job",
+            "cost_per_1000_jobs_usd",
+        ):
+            assert key in r, (name, key)
+        assert 0 <= r["mean_delay_s"] <= r["p95_delay_s"] <= r["max_delay_s"]
+        assert r["polls_per_job"] >= 1 and r["timed_out_jobs"] == 0
+        assert r["cost_per_1000_jobs_usd"] > 0
+        longest = r["longest_job_within_history_cap_s"]
+        assert longest == "unbounded" or longest > 0
+    assert "watch" not in results and "watch" in results["meta"]["not_run"]
+    seed, fixed = results["seed-600"], results["fixed-60"]
+    assert seed["lambda_gb_s_per_job"] == 0 and results["default"]["lambda_gb_s_per_job"] > 0
+    assert seed["mean_delay_s"] < 600 and fixed["mean_delay_s"] < 60
+    assert math.isclose(seed["transitions_per_job"], 1 + 4 * seed["polls_per_job"])
+    assert results["default"]["longest_job_within_history_cap_s"] == "unbounded"
+
+
+def test_lambda_measurements(results):
+    lam = results["lambda"]
+    assert lam["api_requests_per_running_poll"] == 1
+    per_poll = lam["api_requests_per_poll"]
+    assert per_poll["pending_with_diagnostics"]["requests_per_poll"] == 2
+    assert per_poll["failed_with_logs"]["requests"] == ["GET pytorchjobs", "LIST pods", "GET pods/log"]
+    assert lam["import_ratio"] is None  # not measured in this run
+    assert lam["peak_rss_mb_one_invocation"] > 10
+    assert lam["handler_median_ms"] > 0 and lam["latency_ratio"] > 0
+
+
+def test_outputs_are_written(results, tmp_path):
+    results = {**results, "meta": {**results["meta"], "run_seconds": 1.0}}
+    json.dumps(results)  # what bench/results.json holds
+    report.write(results, tmp_path / "performance.md", tmp_path / "performance.png", lambda _m: None)
+    text = (tmp_path / "performance.md").read_text()
+    assert "## Targets" in text and "watch" in text and "performance.png" in text
+    assert (tmp_path / "performance.png").read_bytes()[:4] == b"\x89PNG"
+    statuses = {t["target"]: t["status"] for t in results["targets"]}
+    assert statuses["watch mode"] == "NOT RUN"
+    assert set(statuses.values()) <= {"MET", "MISSED", "NOT RUN"}
