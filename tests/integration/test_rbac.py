@@ -1,0 +1,76 @@
+"""The RBAC Role grants exactly what the code uses, in both directions.
+
+Full executions run through LocalJobsync - a success (cleanup always), a
+failure with its logs, a job stuck pending (pod diagnostics), and an
+aborted execution cleaned up from its EventBridge event - and every request
+the Lambdas made to the API is turned into (verb, apiGroup, resource). That
+set must equal what the Role in manifests/rbac.yaml grants: nothing used that
+is not granted (it would fail with 403 in a real cluster), nothing granted
+that is not used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from harness.local import LocalJobsync, load_handler
+from tests.conftest import FakeLambdaContext, load_event
+from tests.integration.test_aborts import run_and_abort, status_change
+
+ROOT = Path(__file__).resolve().parents[2]
+QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
+
+
+def granted() -> set[tuple[str, str, str]]:
+    docs = list(yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()))
+    (role,) = [d for d in docs if d["kind"] == "Role"]
+    assert role["metadata"]["namespace"] == "ml-training"
+    return {
+        (verb, group, resource)
+        for rule in role["rules"]
+        for verb in rule["verbs"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+
+
+def test_the_role_grants_exactly_the_verbs_and_resources_the_lambdas_use():
+    with LocalJobsync("success", {"pending_s": 30, "run_s": 300}, env=QUIET) as local:
+        runs = [
+            ("success", {"pending_s": 30, "run_s": 300}, {"cleanup": "always"}, "SUCCEEDED"),
+            ("failure", {"pending_s": 30, "run_s": 300}, {}, "FAILED"),
+            ("image-pull-backoff", {}, {}, "FAILED"),
+        ]
+        for scenario, timings, overrides, status in runs:
+            local.scenario, local.timings = scenario, timings
+            result = local.run({**load_event("run-job-input.json"), **overrides}, name=scenario)
+            assert result.status == status, scenario
+            assert result.jobs_left == [], scenario
+
+        local.scenario, local.timings = "success", {"pending_s": 30, "run_s": 6 * 3600}
+        description = run_and_abort(local, load_event("run-job-input.json"))
+        out = load_handler("cleanup").lambda_handler(status_change(description), FakeLambdaContext())
+        assert out["deleted"] is True
+
+        used = local.api.verbs_used()
+        statuses = {r.status for r in local.api.requests}
+
+    assert used == granted()
+    assert 403 not in statuses
+    # What each verb is for (manifests/rbac.yaml says the same):
+    assert ("create", "kubeflow.org", "pytorchjobs") in used  # submit
+    assert ("list", "", "pods") in used  # diagnostics of a pending or failed job
+    assert ("get", "", "pods/log") in used  # the log tail of a failed pod
+
+
+def test_the_role_lives_in_one_namespace_and_binds_only_the_jobsync_group():
+    docs = list(yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()))
+    assert {d["kind"] for d in docs} == {"Role", "RoleBinding"}  # no ClusterRole: nothing cluster-wide
+    (binding,) = [d for d in docs if d["kind"] == "RoleBinding"]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jobsync"}
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "jobsync"}]
+    verbs = {verb for verb, _, _ in granted()}
+    assert not verbs & {"*", "update", "patch", "deletecollection", "escalate", "bind", "impersonate"}
+    assert not {resource for _, _, resource in granted()} & {"*", "secrets", "configmaps", "pods/exec"}
