@@ -159,8 +159,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
             "default: state transitions per job <= 1.5x seed-600",
             f"{_s(default['transitions_per_job'])} vs {_s(seed['transitions_per_job'])} = {t:.2f}x",
             t <= 1.5,
-            f"polls per job by class, default vs the seed's checks: {polls}. The 10 s first waits and 10 % "
-            f"growth poll a 10-30 min job {short_polls:.0f} times, and the {cap} s cap polls a long job "
+            f"polls per job by class, default vs the seed's checks: {polls}. The {WaitBounds().min_seconds} s "
+            f"first waits and their square-root growth poll a 10-30 min job {short_polls:.0f} times, and the {cap} s cap polls a long job "
             f"{600 / cap:.1f}x as often as 600 s. Without knowing the end, mean delay x polls is about half the "
             "run length whatever the spacing, so 0.5x the seed's delay at 1.5x its transitions (3 per poll "
             "against its 4 per check) leaves no room for ramp-up or PENDING polls (`python -m bench --sweep`)",
@@ -169,7 +169,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
             f"default: mean delay for jobs under 30 minutes ({SHORT_CLASS}) <= 60 s",
             f"{_s(short)} s",
             short <= 60,
-            "waits grow by RUNNING_GROWTH x time running, so the delay is about 0.05x the run",
+            "waits grow as RUNNING_SQRT_FACTOR x sqrt(time running): about 120 s apart when a 20-minute run ends",
         )
     if seed and hint:
         d = hint["mean_delay_s"] / seed["mean_delay_s"]
@@ -180,7 +180,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
             "default-hint20: mean delay <= 0.25x seed-600",
             f"{_s(hint['mean_delay_s'])} s = {d:.2f}x",
             d <= 0.25,
-            f"inside the hint's window polls are NEAR_FACTOR x sqrt(0.4 E) apart, up to 360 s for long jobs "
+            f"inside the hint's window polls are NEAR_FACTOR x sqrt(0.4 E) apart, up to {cap} s for long jobs "
             f"({long_class}: {_s(hint['by_class'][long_class]['mean_delay_s'])} s mean delay); {past} of "
             f"{hint['jobs']} jobs end after the window (hint 0.80-0.83x the truth) and fall back to the no-hint waits",
         )

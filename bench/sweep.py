@@ -36,16 +36,16 @@ def variants() -> tuple[list[Policy], list[Policy]]:
     """(no-hint variants, hint variants); the shipped defaults first in each.
 
     The grid spans what moves the no-hint trade-off (fewer ramp-up polls: a
-    larger min_seconds, a slower RUNNING_GROWTH; the running_max cap) and what
+    larger min_seconds, a smaller RUNNING_SQRT_FACTOR; the running_max cap) and what
     sets the hint's spacing inside its window (NEAR_FACTOR, hint_tolerance).
     """
     shipped = (WaitBounds.min_seconds, WaitBounds.pending_max_seconds, WaitBounds.running_max_seconds)
-    no_hint = [_variant(False, *shipped, RUNNING_GROWTH=jobsync_policy.RUNNING_GROWTH)]
-    for (min_s, pending_max), growth, running_max in itertools.product(
-        ((10, 60), (10, 120), (60, 60), (60, 120), (90, 120), (120, 120)), (0.07, 0.1), (360, 400, 420)
+    no_hint = [_variant(False, *shipped, RUNNING_SQRT_FACTOR=jobsync_policy.RUNNING_SQRT_FACTOR)]
+    for (min_s, pending_max), factor, running_max in itertools.product(
+        ((10, 60), (30, 60), (30, 120), (60, 120)), (3.0, 3.5, 4.0), (360, 420, 480)
     ):
-        if (min_s, pending_max, running_max) != shipped or growth != jobsync_policy.RUNNING_GROWTH:
-            no_hint.append(_variant(False, min_s, pending_max, running_max, RUNNING_GROWTH=growth))
+        if (min_s, pending_max, running_max) != shipped or factor != jobsync_policy.RUNNING_SQRT_FACTOR:
+            no_hint.append(_variant(False, min_s, pending_max, running_max, RUNNING_SQRT_FACTOR=factor))
     hint = [_variant(True, *shipped, NEAR_FACTOR=jobsync_policy.NEAR_FACTOR)]
     for near, tolerance, (min_s, pending_max) in itertools.product(
         (1.5, 1.75, 2.0), (0.2, 0.25), ((10, 60), (60, 120), (90, 120))

@@ -34,7 +34,7 @@ def test_running_wait_grows_with_the_run_up_to_its_cap():
     later = next_wait(state(now=1800), BOUNDS)
     late = next_wait(state(now=10 * 3600), BOUNDS)
     assert BOUNDS.min_seconds == early < later < late == BOUNDS.running_max_seconds
-    assert later == 180  # 0.1 x 1800 s
+    assert later == math.ceil(3.5 * math.sqrt(1800))  # 149 s
 
 
 def test_hint_waits_long_while_far_and_tightens_inside_the_window():
@@ -43,7 +43,7 @@ def test_hint_waits_long_while_far_and_tightens_inside_the_window():
     assert far > BOUNDS.running_max_seconds  # longer than without a hint
     assert far == math.ceil((0.8 * expected - 600) / 2)
     inside = next_wait(state(now=expected, expected=expected), BOUNDS)
-    assert inside == math.ceil(2.0 * math.sqrt(0.4 * expected))
+    assert inside == math.ceil(1.5 * math.sqrt(0.4 * expected))
     assert inside < far
 
 
@@ -65,7 +65,7 @@ def test_budget_floor_stretches_waits_when_polls_run_low():
 
 
 def test_budget_floor_stays_out_of_the_way_while_the_budget_suffices():
-    # 7 days fit in 2,400 polls 360 s apart: a fresh PENDING job still gets short waits.
+    # 7 days fit in 2,400 polls 420 s apart: a fresh PENDING job still gets short waits.
     assert next_wait(state(Phase.PENDING, now=0, deadline=7 * DAY), BOUNDS) == BOUNDS.min_seconds
 
 

@@ -77,7 +77,7 @@ def test_template_defaults_make_valid_settings():
     settings = Settings.from_env(env)
     assert settings.namespace == "ml-training"
     assert [k.kind for k in settings.allowed_kinds] == ["PyTorchJob"]
-    assert settings.wait_bounds.running_max_seconds == 360
+    assert settings.wait_bounds.running_max_seconds == 420
 
 
 def test_state_machine_definition_is_jsonata_only():

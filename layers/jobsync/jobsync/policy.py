@@ -13,10 +13,14 @@ For a poll at time ``now`` (all in seconds, ``clamp(x, lo, hi)`` bounds x):
               min(QUEUED_GROWTH * in_phase, running_max))
 
 * RUNNING or SUSPENDED, no hint (a job that has run for t will likely run a
-  while longer; the wait grows with the run, the detection delay stays a
-  bounded fraction of it)::
+  while longer; the wait grows with the square root of the run)::
 
-      w = clamp(RUNNING_GROWTH * in_phase, min, running_max)
+      w = clamp(RUNNING_SQRT_FACTOR * sqrt(in_phase), min, running_max)
+
+  Spacing polls by 1/sqrt(hazard) minimises polls for a given mean delay;
+  for run lengths spread over orders of magnitude (minutes to a day) that is
+  about sqrt(t). Against the linear growth it replaced this needs a fifth
+  fewer polls for the same delay (docs/performance.md).
 
 * RUNNING with ``expectedDurationSeconds`` E, elapsed since submission e, and
   the window [(1 - tol) E, (1 + tol) E] in which the end is expected::
@@ -37,7 +41,7 @@ Then two guards, in this order:
   ``w >= (deadline - now) / polls_left``. From then on the polls are spread
   evenly to the deadline, so it is reached before the execution's history
   fills, whatever the job's length. With the defaults this never happens
-  for deadlines under 2,400 x 360 s = 10 days;
+  for deadlines under 2,400 x 420 s = 11.6 days;
 * deadline: ``w <= deadline - now`` (never wait past it), and ``w >= 1``.
 
 ``in_phase`` is the time since jobsync first saw the current phase. The result
@@ -53,18 +57,18 @@ from jobsync.model import Phase
 
 PENDING_GROWTH = 0.25
 QUEUED_GROWTH = 0.05
-RUNNING_GROWTH = 0.1
-NEAR_FACTOR = 2.0
+RUNNING_SQRT_FACTOR = 3.5
+NEAR_FACTOR = 1.5
 
 
 @dataclass(frozen=True)
 class WaitBounds:
     """Bounds set in the template (MinWaitSeconds, MaxWaitSeconds, ...)."""
 
-    min_seconds: int = 10
+    min_seconds: int = 30
     max_seconds: int = 3600
     pending_max_seconds: int = 60
-    running_max_seconds: int = 360
+    running_max_seconds: int = 420
     hint_tolerance: float = 0.2
     # Polls one execution may make. Step Functions ends an execution at 25,000
     # history events; one poll costs 9 (docs/state-machine.md), so 2,400 polls
@@ -106,7 +110,7 @@ def _near_spacing(expected: float, bounds: WaitBounds) -> float:
 
 def _running_wait(state: PollState, bounds: WaitBounds) -> float:
     in_phase = max(0.0, state.now - state.phase_since)
-    no_hint = _clamp(RUNNING_GROWTH * in_phase, bounds.min_seconds, bounds.running_max_seconds)
+    no_hint = _clamp(RUNNING_SQRT_FACTOR * math.sqrt(in_phase), bounds.min_seconds, bounds.running_max_seconds)
     expected = state.expected_duration
     if not expected or expected <= 0:
         return no_hint
