@@ -160,8 +160,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
             f"{_s(default['transitions_per_job'])} vs {_s(seed['transitions_per_job'])} = {t:.2f}x",
             t <= 1.5,
             f"polls per job by class, default vs the seed's checks: {polls}. The {WaitBounds().min_seconds} s "
-            f"first waits and their square-root growth poll a 10-30 min job {short_polls:.0f} times, and the {cap} s cap polls a long job "
-            f"{600 / cap:.1f}x as often as 600 s. Without knowing the end, mean delay x polls is about half the "
+            f"first waits and their square-root growth poll a 10-30 min job {short_polls:.0f} times, "
+            f"and the {cap} s cap polls a long job {600 / cap:.1f}x as often as 600 s. "
+            "Without knowing the end, mean delay x polls is about half the "
             "run length whatever the spacing, so 0.5x the seed's delay at 1.5x its transitions (3 per poll "
             "against its 4 per check) leaves no room for ramp-up or PENDING polls (`python -m bench --sweep`)",
         )
