@@ -71,7 +71,7 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
     results["prices"] = prices.as_dict()
     results["meta"] = {
         "policies": [p.name for p in standard_policies()],
-        "not_run": {"watch": report.WATCH_NOTE},
+        "watch": report.WATCH_NOTE,
         "jobs": config.jobs,
         "seed": config.seed,
         "config": asdict(config),

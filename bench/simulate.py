@@ -29,7 +29,12 @@ CAP_HORIZON_S = 30 * DAY  # the longest deadline the template allows (MaxTimeout
 # Deadlines the history-cap check runs with: just over a week (a 7-day job, budget
 # guard not yet needed) and the 30-day maximum (guard active from the first poll).
 CAP_DEADLINES_S = (8 * DAY, CAP_HORIZON_S)
-CAP_PENDING_S = 600.0  # the longest PENDING spell of the workload: the most polls before RUNNING
+CAP_PENDING_S = 600.0
+WATCH_SECONDS = 840  # the template's largest WatchSeconds: fewest polls
+# From the operator writing the condition to the watch event reaching the Lambda: the
+# operator reconciles on the pod's change at once and the API server streams within
+# milliseconds; a second, generously.
+WATCH_EVENT_LATENCY_S = 1.0  # the longest PENDING spell of the workload: the most polls before RUNNING
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,8 @@ class Policy:
     check_at_submit: bool = False  # the seed GETs the job straight after creating it
     # Module constants of jobsync.policy to override for a sweep (never written to the file).
     constants: tuple[tuple[str, float], ...] = ()
+    # Watch mode (JOBSYNC_WATCH_SECONDS): each Status holds a watch up to this long.
+    watch_seconds: int = 0
 
 
 def standard_policies() -> list[Policy]:
@@ -63,6 +70,12 @@ def standard_policies() -> list[Policy]:
             "jobsync's policy given expectedDurationSeconds off by up to ±20 %",
             machine="jobsync",
             hint=True,
+        ),
+        Policy(
+            "watch",
+            f"jobsync's watch mode: each poll holds a watch up to {WATCH_SECONDS} s (the Wait states wait 0 s)",
+            machine="jobsync",
+            watch_seconds=WATCH_SECONDS,
         ),
     ]
 
@@ -84,6 +97,8 @@ def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> li
     """Times of every poll of ``job`` until one sees it end or the deadline passes."""
     if policy.fixed_seconds is not None:
         return _fixed_poll_times(job, policy, deadline)
+    if policy.watch_seconds:
+        return [answered for answered, _ in watch_polls(job, policy, deadline)]
     hint = job.hint_s if policy.hint else None
     bounds = policy.bounds
     phase, since, polls, now = Phase.PENDING, 0.0, 0, 0.0
@@ -99,6 +114,32 @@ def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> li
         if seen is Phase.SUCCEEDED or now >= deadline:  # runs.poll: terminal, or TIMED_OUT
             return times
         wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds)
+
+
+def watch_polls(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> list[tuple[float, float]]:
+    """(time each poll answered, seconds it held its watch) in watch mode, as ``runs.poll`` does it.
+
+    A poll GETs the job, then watches it: up to ``watch_seconds`` while it runs,
+    up to the pending wait while it is pending, never past the deadline. The
+    watch answers WATCH_EVENT_LATENCY_S after the phase changes. The Wait state
+    after it waits 0 s (the poll budget never needs more for these lengths).
+    """
+    now, polls = 0.0, []
+    while True:
+        seen = job.phase_at(now)
+        if seen is Phase.SUCCEEDED or now >= deadline:
+            polls.append((now, 0.0))
+            return polls
+        hold = policy.watch_seconds
+        if seen is Phase.PENDING:
+            hold = min(hold, policy.bounds.pending_max_seconds)
+        hold = min(hold, deadline - now)
+        change = job.pending_s if seen is Phase.PENDING else job.end_s
+        answered = min(now + hold, change + WATCH_EVENT_LATENCY_S)
+        polls.append((answered, answered - now))
+        if job.phase_at(answered) is Phase.SUCCEEDED or answered >= deadline:
+            return polls
+        now = answered
 
 
 def _fixed_poll_times(job: Job, policy: Policy, deadline: float) -> list[float]:
@@ -165,7 +206,10 @@ def evaluate_policy(
     delays = [r.delay_s for r in runs]
     polls = statistics.fmean(r.polls for r in runs)
     invocations = model.lambda_invocations(polls)
-    gb_s = invocations * prices.lambda_billed_ms / 1000 * prices.lambda_memory_mb / 1024
+    billed_s = invocations * prices.lambda_billed_ms / 1000
+    if policy.watch_seconds:  # a watch is billed for as long as it is held
+        billed_s += statistics.fmean(sum(held for _, held in watch_polls(job, policy)) for job in jobs)
+    gb_s = billed_s * prices.lambda_memory_mb / 1024
     transitions = model.transitions(polls)
     cost = {
         "step_functions": 1000 * transitions * prices.sfn_per_transition,
@@ -193,6 +237,10 @@ def evaluate_policy(
         "max_history_events": model.events(max(r.polls for r in runs)),
         "lambda_invocations_per_job": invocations,
         "lambda_gb_s_per_job": gb_s,
+        # Lambda requests and compute per hour of job (submission to end): what watch mode costs.
+        "lambda_usd_per_job_hour": (cost["lambda_requests"] + cost["lambda_compute"])
+        / 1000
+        / statistics.fmean(job.end_s / 3600 for job in jobs),
         "cost_per_1000_jobs_usd": sum(cost.values()),
         "cost_per_1000_jobs_breakdown_usd": cost,
         "longest_job_within_history_cap_s": longest,

@@ -180,3 +180,26 @@ def test_one_poll_costs_nine_history_events():
     # The whole execution: 9 per poll plus a fixed number for Submit, Cleanup and the end.
     fixed = len(types) - 9 * len(starts)
     assert fixed == 18  # 8 before the first Wait; Cleanup 5, Outcome 2, Succeed 2, ExecutionSucceeded 1
+
+
+WATCH = {**QUIET, "JOBSYNC_WATCH_SECONDS": "600"}
+
+
+def test_watch_mode_notices_the_end_at_once_with_few_polls():
+    with LocalJobsync("success", {"pending_s": 90, "run_s": 3600}, env=WATCH) as local:
+        result = local.run(load_event("run-job-input.json"), name="watch")
+        verbs = [(r.method, r.verb) for r in local.api.requests]
+    assert result.status == "SUCCEEDED"
+    # The watch returns when the phase changes: the job ended at 90 + 3600 s.
+    assert result.output["durationSeconds"] == pytest.approx(3690, abs=5)
+    assert len(result.polls) <= 3690 / 600 + 3
+    assert all(poll.wait_seconds == 0 for poll in result.polls)  # the watch did the waiting
+    assert ("GET", "watch") in verbs
+
+
+def test_watch_mode_still_ends_at_the_deadline():
+    with LocalJobsync("success", {"pending_s": 60, "run_s": 10 * 3600}, env=WATCH) as local:
+        result = local.run({**load_event("run-job-input.json"), "timeoutSeconds": 3600}, name="watch-deadline")
+    assert result.error == "JobTimedOut"
+    assert result.polls[-1].at - result.started_at <= 3600
+    assert json.loads(result.cause)["reason"] == "DeadlineExceeded"

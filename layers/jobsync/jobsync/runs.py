@@ -7,7 +7,8 @@ handlers only parse, call one of these, and shape the output.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
@@ -18,7 +19,7 @@ from jobsync.evaluate import evaluate
 from jobsync.inputs import CleanupRequest, JobRef, LoopState, SubmitRequest
 from jobsync.kinds import KindSpec
 from jobsync.model import Evaluation, Phase
-from jobsync.policy import PollState, next_wait
+from jobsync.policy import PollState, budget_floor, next_wait
 from jobsync.settings import Settings
 
 NOT_FOUND = "NOT_FOUND"
@@ -32,6 +33,9 @@ class Cluster(Protocol):
     def delete(self, spec: KindSpec, namespace: str, name: str, uid: str | None = None) -> bool: ...
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
     def read_log(self, namespace: str, pod: str, container: str, limit_bytes: int) -> str: ...
+    def watch(
+        self, spec: KindSpec, namespace: str, name: str, resource_version: str, seconds: int
+    ) -> Iterator[tuple[str, dict[str, Any]]]: ...
 
 
 TemplateFetcher = Callable[[str], str]
@@ -121,13 +125,21 @@ def _ref(obj: dict[str, Any], spec: KindSpec) -> JobRef:
 
 
 def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
-    """One GET of the job, its verdict, why it is stuck or failed, and the next wait."""
+    """One GET of the job, its verdict, why it is stuck or failed, and the next wait.
+
+    In watch mode (``settings.watch_seconds``) the GET is followed by a watch
+    on the job that returns as soon as its phase changes; the Wait state then
+    has (almost) nothing left to wait.
+    """
     spec = allowed_spec(state.job, settings)
-    now = clock.now()
-    since_submit = now - _epoch(state.submittedAt)
     update: dict[str, Any] = {"polls": state.polls + 1, "diagnostics": [], "logTail": None}
 
     obj = cluster.get(spec, state.job.namespace, state.job.name)
+    watched = 0.0
+    if obj is not None and settings.watch_seconds:
+        obj, watched = _watch_for_change(cluster, spec, state, obj, settings)
+    now = clock.now()
+    since_submit = now - _epoch(state.submittedAt)
     if obj is None and since_submit < settings.not_found_grace_seconds:
         phase, reason, message = str(Phase.PENDING), "NotVisibleYet", "the API does not show the job yet"
     elif obj is None:
@@ -153,7 +165,39 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
         update["startedAt"] = clock.isoformat(now)
     if terminal:
         update["finishedAt"] = clock.isoformat(now)
-    return _with_next_wait(state.model_copy(update=update), now, settings)
+    return _with_next_wait(state.model_copy(update=update), now, settings, watched)
+
+
+def _watch_for_change(
+    cluster: Cluster, spec: KindSpec, state: LoopState, obj: dict[str, Any], settings: Settings
+) -> tuple[dict[str, Any] | None, float]:
+    """(the job as last seen, or None if it was deleted; seconds spent) after watching for a phase change.
+
+    A pending job is watched no longer than the pending wait, so the pod
+    diagnostics keep their pace; nothing is watched past the deadline.
+    """
+    started = clock.now()
+    before = evaluate(obj).phase
+    if before.terminal:
+        return obj, 0.0
+    hold = float(settings.watch_seconds)
+    if before in (Phase.PENDING, Phase.UNKNOWN):
+        hold = min(hold, settings.wait_bounds.pending_max_seconds)
+    hold = min(hold, _epoch(state.deadline) - started)
+    if hold < 1:
+        return obj, 0.0
+    meta = obj.get("metadata") or {}
+    current: dict[str, Any] | None = obj
+    for event_type, changed in cluster.watch(
+        spec, state.job.namespace, state.job.name, str(meta.get("resourceVersion", "")), int(hold)
+    ):
+        if event_type == "DELETED":
+            current = None
+            break
+        current = changed
+        if evaluate(changed).phase != before:
+            break
+    return current, clock.now() - started
 
 
 def _explain(
@@ -205,7 +249,7 @@ def _explain(
     return verdict
 
 
-def _with_next_wait(state: LoopState, now: float, settings: Settings) -> LoopState:
+def _with_next_wait(state: LoopState, now: float, settings: Settings, watched: float = 0.0) -> LoopState:
     if state.terminal:
         return state.model_copy(update={"waitSeconds": 0})
     poll_state = PollState(
@@ -217,7 +261,13 @@ def _with_next_wait(state: LoopState, now: float, settings: Settings) -> LoopSta
         polls=state.polls,
         expected_duration=state.expectedDurationSeconds,
     )
-    return state.model_copy(update={"waitSeconds": next_wait(poll_state, settings.wait_bounds)})
+    if settings.watch_seconds:
+        # The watch did the waiting; the Wait state only keeps the poll budget.
+        floor = budget_floor(poll_state, settings.wait_bounds, settings.watch_seconds) - watched
+        wait = max(0, math.ceil(min(floor, poll_state.deadline - now)))
+    else:
+        wait = next_wait(poll_state, settings.wait_bounds)
+    return state.model_copy(update={"waitSeconds": wait})
 
 
 def _epoch(timestamp: str) -> float:
