@@ -288,9 +288,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(6, 5), fontsize=9)
     ax.set_xlabel("state transitions per job (Step Functions Standard)")
     ax.set_ylabel("mean detection delay (s)")
-    ax.set_title(
-        f"Detection delay against cost, {results['meta']['jobs']:,} simulated jobs", fontsize=10
-    )
+    ax.set_title(f"Detection delay against cost, {results['meta']['jobs']:,} simulated jobs", fontsize=10)
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
