@@ -130,6 +130,29 @@ def _from_condition(phase: Phase, condition: Condition, default_reason: str = ""
     )
 
 
+def _read_conditions(
+    obj: Mapping[str, Any],
+) -> tuple[Mapping[str, Any], list[Condition], dict[str, Condition]] | Evaluation:
+    """(status, its well-formed conditions, the True ones by type), or the verdict when unreadable."""
+    status = _status_of(obj)
+    if isinstance(status, Evaluation):
+        return status
+    conditions = _conditions(status)
+    if isinstance(conditions, Evaluation):
+        return conditions
+    return status, conditions, _true_by_type(conditions)
+
+
+def _ended_or_suspended(true: Mapping[str, Condition], success: str) -> Evaluation | None:
+    """Every condition family agrees: ``Failed`` or ``success`` end the job (the later wins), then Suspended."""
+    if ended := _pick(true, ("Failed", success)):
+        kind, condition = ended
+        return _from_condition(Phase.FAILED if kind == "Failed" else Phase.SUCCEEDED, condition)
+    if "Suspended" in true:
+        return _from_condition(Phase.SUSPENDED, true["Suspended"])
+    return None
+
+
 def _unrecognised(conditions: list[Condition], known: frozenset[str]) -> Evaluation | None:
     """UNKNOWN when there are conditions but none of a type this family knows."""
     if not conditions or any(c["type"] in known for c in conditions):
@@ -160,19 +183,12 @@ def kubeflow_v1(obj: Mapping[str, Any]) -> Evaluation:
     restart is named in the reason); Created alone or no conditions is
     PENDING.
     """
-    status = _status_of(obj)
-    if isinstance(status, Evaluation):
-        return status
-    conditions = _conditions(status)
-    if isinstance(conditions, Evaluation):
-        return conditions
-    true = _true_by_type(conditions)
-
-    if ended := _pick(true, ("Failed", "Succeeded")):
-        kind, condition = ended
-        return _from_condition(Phase.FAILED if kind == "Failed" else Phase.SUCCEEDED, condition)
-    if "Suspended" in true:
-        return _from_condition(Phase.SUSPENDED, true["Suspended"])
+    read = _read_conditions(obj)
+    if isinstance(read, Evaluation):
+        return read
+    _, conditions, true = read
+    if verdict := _ended_or_suspended(true, "Succeeded"):
+        return verdict
     if active := _pick(true, ("Restarting", "Running")):
         kind, condition = active
         evaluation = _from_condition(Phase.RUNNING, condition)
@@ -201,19 +217,12 @@ def trainer_v2(obj: Mapping[str, Any]) -> Evaluation:
     A ``jobsStatus`` that is not a list, or entries that are not objects,
     count as no active jobs.
     """
-    status = _status_of(obj)
-    if isinstance(status, Evaluation):
-        return status
-    conditions = _conditions(status)
-    if isinstance(conditions, Evaluation):
-        return conditions
-    true = _true_by_type(conditions)
-
-    if ended := _pick(true, ("Failed", "Complete")):
-        kind, condition = ended
-        return _from_condition(Phase.FAILED if kind == "Failed" else Phase.SUCCEEDED, condition)
-    if "Suspended" in true:
-        return _from_condition(Phase.SUSPENDED, true["Suspended"])
+    read = _read_conditions(obj)
+    if isinstance(read, Evaluation):
+        return read
+    status, conditions, true = read
+    if verdict := _ended_or_suspended(true, "Complete"):
+        return verdict
 
     jobs = status.get("jobsStatus")
     jobs = [j for j in jobs if isinstance(j, Mapping)] if isinstance(jobs, list) else []
@@ -241,19 +250,12 @@ def batch_job(obj: Mapping[str, Any]) -> Evaluation:
     the verdict is known but the job has not ended, so RUNNING. Otherwise
     RUNNING while ``status.active`` > 0, else PENDING.
     """
-    status = _status_of(obj)
-    if isinstance(status, Evaluation):
-        return status
-    conditions = _conditions(status)
-    if isinstance(conditions, Evaluation):
-        return conditions
-    true = _true_by_type(conditions)
-
-    if ended := _pick(true, ("Failed", "Complete")):
-        kind, condition = ended
-        return _from_condition(Phase.FAILED if kind == "Failed" else Phase.SUCCEEDED, condition)
-    if "Suspended" in true:
-        return _from_condition(Phase.SUSPENDED, true["Suspended"], "Suspended")
+    read = _read_conditions(obj)
+    if isinstance(read, Evaluation):
+        return read
+    status, conditions, true = read
+    if verdict := _ended_or_suspended(true, "Complete"):
+        return verdict
     if ending := _pick(true, ("FailureTarget", "SuccessCriteriaMet")):
         kind, condition = ending
         evaluation = _from_condition(Phase.RUNNING, condition)
