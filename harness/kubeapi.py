@@ -16,6 +16,7 @@ import ipaddress
 import json
 import re
 import secrets
+import select
 import socket
 import ssl
 import sys
@@ -41,6 +42,8 @@ Obj = dict[str, Any]
 
 # How far a watch on virtual time moves the clock before looking for events again.
 VIRTUAL_WATCH_STEP_SECONDS = 5.0
+# Real seconds a watch on virtual time waits, after sending an event, for the client to hang up.
+VIRTUAL_WATCH_REACT_SECONDS = 0.2
 
 CORE_KINDS = {
     "pods": "Pod",
@@ -1345,15 +1348,31 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if first is not None:
                 self._chunk(json.dumps(first).encode() + b"\n")
+            virtual = self.server.api.virtual_watch is not None
             for event in events:
                 # Nothing goes out on idle ticks: the Python client turns a blank line into a None event.
                 if event is not None:
                     self._chunk(json.dumps(event).encode() + b"\n")
+                # On virtual time the watch moves the clock itself: it must stop as soon as the
+                # client has hung up, or the clock runs on past the moment the client reacted.
+                # After an event, give the client a moment (real time) to react and hang up.
+                if virtual and self._client_left(VIRTUAL_WATCH_REACT_SECONDS if event is not None else 0):
+                    break
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
             self.close_connection = True
         return 200
+
+    def _client_left(self, wait: float) -> bool:
+        """Whether the client closed the connection (readable with nothing to read), waiting up to ``wait`` s."""
+        readable, _, _ = select.select([self.connection], [], [], wait)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (ValueError, OSError):  # TLS sockets cannot peek: readable there means closing
+            return True
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")

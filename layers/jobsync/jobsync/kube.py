@@ -10,7 +10,7 @@ back as plain dicts, as the API sends them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 import urllib3
@@ -101,7 +101,7 @@ class KubeJobs:
 
     def watch(
         self, spec: KindSpec, namespace: str, name: str, resource_version: str, seconds: int
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
         """(event type, object) for changes of one job after ``resource_version``, for up to ``seconds``."""
         stream = Watch().stream(
             self._custom.list_namespaced_custom_object,
@@ -123,6 +123,8 @@ class KubeJobs:
             raise translate(exc) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransientClusterError(f"Kubernetes API unreachable: {type(exc).__name__}") from None
+        finally:
+            stream.close()  # hang up now, not when the garbage collector gets to it
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         response = self._call(

@@ -7,8 +7,9 @@ handlers only parse, call one of these, and shape the output.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
@@ -35,7 +36,7 @@ class Cluster(Protocol):
     def read_log(self, namespace: str, pod: str, container: str, limit_bytes: int) -> str: ...
     def watch(
         self, spec: KindSpec, namespace: str, name: str, resource_version: str, seconds: int
-    ) -> Iterator[tuple[str, dict[str, Any]]]: ...
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]: ...
 
 
 TemplateFetcher = Callable[[str], str]
@@ -188,15 +189,15 @@ def _watch_for_change(
         return obj, 0.0
     meta = obj.get("metadata") or {}
     current: dict[str, Any] | None = obj
-    for event_type, changed in cluster.watch(
-        spec, state.job.namespace, state.job.name, str(meta.get("resourceVersion", "")), int(hold)
-    ):
-        if event_type == "DELETED":
-            current = None
-            break
-        current = changed
-        if evaluate(changed).phase != before:
-            break
+    events = cluster.watch(spec, state.job.namespace, state.job.name, str(meta.get("resourceVersion", "")), int(hold))
+    with contextlib.closing(events):  # stop watching as soon as we know
+        for event_type, changed in events:
+            if event_type == "DELETED":
+                current = None
+                break
+            current = changed
+            if evaluate(changed).phase != before:
+                break
     return current, clock.now() - started
 
 
