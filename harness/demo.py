@@ -12,6 +12,8 @@ succeeded.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -66,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     env = {**QUIET, **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
     with LocalJobsync(scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig) as local:
         name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
-        result = local.run(execution_input, name=name, timeout_s=None if kubeconfig else 600)
+        # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.
+        with contextlib.redirect_stdout(io.StringIO()):
+            result = local.run(execution_input, name=name, timeout_s=None if kubeconfig else 600)
     print_run(result)
     return 0 if result.status == "SUCCEEDED" else 1
 
