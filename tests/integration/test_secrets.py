@@ -144,7 +144,9 @@ def test_no_token_ca_endpoint_or_credential_appears_anywhere(monkeypatch):
             if len(os.environ.get(name, "")) >= 8:
                 secrets[name] = os.environ[name]
 
-    assert len(tokens) >= 2  # the scan looks for real tokens: one per client, one more after each 401
+    # The scan looks for the real tokens the API saw. A re-mint within the same second of
+    # the wall clock (which the presigned URL is dated with) gives the same token again.
+    assert tokens and all(token.startswith("k8s-aws-v1.") for token in tokens)
     assert "job polled" in texts["logs"] and "cleanup" in texts["logs"]  # the capture caught the handlers
     leaks = [(secret, where) for secret, value in secrets.items() for where, text in texts.items() if value in text]
     assert leaks == []
