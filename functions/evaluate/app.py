@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
+from jobsync.errors import InvalidInput
 from jobsync.evaluate import evaluate_event
 from jobsync.model import EvaluationError
 
@@ -33,10 +34,6 @@ if TYPE_CHECKING:
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-
-
-class InvalidInput(Exception):
-    """The event holds nothing jobsync can evaluate; the message names the field."""
 
 
 @logger.inject_lambda_context

@@ -16,14 +16,13 @@ from kubernetes.client.exceptions import ApiException
 
 from jobsync import clock, diagnostics, manifests
 from jobsync.errors import InvalidInput, JobConflict
-from jobsync.evaluate import evaluate
+from jobsync.evaluate import NOT_FOUND, evaluate
 from jobsync.inputs import CleanupRequest, JobRef, LoopState, SubmitRequest
 from jobsync.kinds import KindSpec
 from jobsync.model import Evaluation, Phase
 from jobsync.policy import PollState, budget_floor, next_wait
 from jobsync.settings import Settings
 
-NOT_FOUND = "NOT_FOUND"
 TIMED_OUT = "TIMED_OUT"
 LOOP_ENDING = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.STOPPED, NOT_FOUND, TIMED_OUT})
 
