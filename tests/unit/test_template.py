@@ -86,3 +86,12 @@ def test_state_machine_definition_is_jsonata_only():
     jsonpath_fields = {"InputPath", "OutputPath", "ResultPath", "ResultSelector", "Parameters"}
     for name, state in definition["States"].items():
         assert not jsonpath_fields & set(state), f"{name} uses JSONPath fields"
+
+
+def test_alarm_notifies_a_given_topic_or_a_topic_made_for_an_email():
+    alarm = RESOURCES["FailedExecutionsAlarm"]["Properties"]
+    assert alarm["AlarmActions"]["Fn::If"][0] == "HasAlarmTopic"
+    assert alarm["AlarmActions"]["Fn::If"][2]["Fn::If"][:2] == ["MakeAlarmTopic", [{"Ref": "AlarmTopic"}]]
+    assert RESOURCES["AlarmTopic"]["Condition"] == "MakeAlarmTopic"
+    metrics = {m["MetricStat"]["Metric"]["MetricName"] for m in alarm["Metrics"] if "MetricStat" in m}
+    assert metrics == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
