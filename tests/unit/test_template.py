@@ -95,3 +95,29 @@ def test_alarm_notifies_a_given_topic_or_a_topic_made_for_an_email():
     assert RESOURCES["AlarmTopic"]["Condition"] == "MakeAlarmTopic"
     metrics = {m["MetricStat"]["Metric"]["MetricName"] for m in alarm["Metrics"] if "MetricStat" in m}
     assert metrics == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
+
+
+def test_every_error_the_state_machine_retries_or_names_exists():
+    """A retry on an error name nothing raises is dead code that hides a typo."""
+    from jobsync import errors
+
+    definition = json.loads((ROOT / "statemachine/run_job.asl.json").read_text())
+    names = {
+        name
+        for state in definition["States"].values()
+        for rule in state.get("Retry", []) + state.get("Catch", [])
+        for name in rule["ErrorEquals"]
+    }
+    ours = {name for name in names if "." not in name}
+    assert ours <= {cls.__name__ for cls in vars(errors).values() if isinstance(cls, type)}
+    aws = names - ours
+    assert aws <= {
+        "States.ALL",
+        "Lambda.ServiceException",
+        "Lambda.AWSLambdaException",
+        "Lambda.SdkClientException",
+        "Lambda.TooManyRequestsException",
+        "Lambda.Unknown",
+        "Runtime.ExitError",
+        "Sandbox.Timedout",
+    }
