@@ -70,6 +70,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from jobsync import eks_token
 from jobsync.errors import ClusterAuthError, JobsyncError, TransientClusterError
+from jobsync.kube import REQUEST_TIMEOUT
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +110,9 @@ class ClusterSettings:
     kubeconfig: str | None = None
     context: str | None = None
     url: str | None = field(default=None, repr=False)
-    connect_timeout: float = 5.0
-    read_timeout: float = 20.0
+    # The client's default for a call that passes no timeout: KubeJobs' own, kept in one place.
+    connect_timeout: float = REQUEST_TIMEOUT[0]
+    read_timeout: float = REQUEST_TIMEOUT[1]
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
