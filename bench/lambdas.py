@@ -224,7 +224,7 @@ def handler_probe(calls: int) -> dict[str, Any]:
     The job is RUNNING in a KubeAPI served from this process; jobsync in the
     probe reads the wall clock, so the simulator runs on a clock of its own.
     """
-    sim_clock = VirtualClock(start=time.time())
+    sim_clock = VirtualClock(start=jobsync_clock.wall())
     with local_cluster(sim_clock, jobsync_time=False) as local, tempfile.TemporaryDirectory() as tmp:
         state = local.submit("success", pending_s=1, run_s=30 * 86_400)
         sim_clock.advance(5)

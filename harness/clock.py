@@ -17,15 +17,22 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from jobsync import clock as jobsync_clock
+
 # 2025-01-01T00:00:00Z: fixed, so runs are reproducible.
 DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 
 
+def default_start() -> float:
+    """DEFAULT_START, moved by the same offset as the wall clock (pytest --clock-offset-days)."""
+    return DEFAULT_START + jobsync_clock.offset()
+
+
 class VirtualClock:
-    def __init__(self, start: float = DEFAULT_START, max_step: float | None = None) -> None:
+    def __init__(self, start: float | None = None, max_step: float | None = None) -> None:
         if max_step is not None and max_step <= 0:
             raise ValueError("max_step must be positive")
-        self._now = float(start)
+        self._now = float(default_start() if start is None else start)
         self.max_step = max_step
         self._callbacks: list[Callable[[float], None]] = []
         # Re-entrant: a callback may read the clock or advance it further.

@@ -32,6 +32,7 @@ from harness.clock import VirtualClock
 from harness.kubeapi import KubeAPI
 from harness.operator_sim import OperatorSim
 from harness.sfn import LocalStepFunctions
+from jobsync import clock as jobsync_clock
 from jobsync import cluster as jobsync_cluster
 from jobsync import runtime
 from jobsync.manifests import job_name
@@ -50,17 +51,17 @@ class WallClock(VirtualClock):
     """The real clock, for runs against a real cluster: Wait states really wait."""
 
     def __init__(self) -> None:
-        super().__init__(start=time.time())
+        super().__init__(start=jobsync_clock.wall())
 
     def now(self) -> float:
-        return time.time()
+        return jobsync_clock.wall()
 
     def advance_to(self, target: float, stop: Callable[[], bool] | None = None) -> float:
-        while (now := time.time()) < target:
+        while (now := jobsync_clock.wall()) < target:
             time.sleep(min(1.0, target - now))
             if stop is not None and stop():
                 break
-        return time.time()
+        return jobsync_clock.wall()
 
 
 def load_handler(function: str) -> ModuleType:

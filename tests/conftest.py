@@ -52,6 +52,21 @@ def event_loader():
     return load_event
 
 
+@pytest.fixture
+def pinned_clock():
+    """jobsync's clock stopped at a time the test sets: ``pinned_clock("2026-11-29T11:00:00Z")``."""
+    from jobsync import clock
+
+    def pin(when: str) -> float:
+        at = clock.parse(when)
+        assert at is not None, when
+        clock.set_clock(lambda: at)
+        return at
+
+    yield pin
+    clock.set_clock(None)
+
+
 def shared_path(*parts: str) -> Path:
     """A path under ../shared; the test skips when the folder is not beside the project."""
     path = SHARED.joinpath(*parts)

@@ -85,8 +85,9 @@ def _job_for(event: dict) -> dict:
     }
 
 
-def test_status_running(api, lambda_context):
+def test_status_running(api, lambda_context, pinned_clock):
     event = load_event("status-running.json")
+    pinned_clock("2026-11-29T11:00:00Z")  # an hour into the run the event describes
     api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
     api.clear_requests()
     out = invoke("status", event, lambda_context)

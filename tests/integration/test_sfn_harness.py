@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from harness.clock import DEFAULT_START, VirtualClock
+from harness.clock import VirtualClock, default_start
 from harness.sfn import HarnessError, LocalStepFunctions
 from jobsync import clock as jobsync_clock
 
@@ -133,7 +133,7 @@ def test_poll_loop_waits_exactly_what_status_returned_on_virtual_time():
     # Results and events cross a JSON boundary, as with the real service: no shared objects, no tuples.
     assert calls[1]["event"] == {"phase": "PENDING", "waitSeconds": 30, "tags": ["a", "b"], "poll": 1}
     assert calls[1]["event"] is not calls[0]["returned"]
-    assert jobsync_clock.now() == pytest.approx(time.time(), abs=5)  # the wall clock is back
+    assert jobsync_clock.now() == pytest.approx(jobsync_clock.wall(), abs=5)  # the wall clock is back
 
 
 def test_handler_gets_a_lambda_context_and_the_task_the_invoke_response():
@@ -282,7 +282,7 @@ def test_wait_timestamp_from_jsonata_waits_until_that_time():
     }
     with LocalStepFunctions({}) as sfn:
         sfn.wait(sfn.start(sfn.create_state_machine(definition, "until"), {}))
-        assert sfn.clock.now() == DEFAULT_START + 5400
+        assert sfn.clock.now() == default_start() + 5400
         assert sfn.waits == [5400]
 
 
@@ -312,11 +312,11 @@ def test_retry_on_a_handler_exception_backs_off_on_virtual_time():
         arn, result = run(sfn, definition)
         failed = failures(sfn, arn)
         assert sfn.retry_sleeps == [3, 6]
-        assert sfn.clock.now() - DEFAULT_START == 9
+        assert sfn.clock.now() - default_start() == 9
 
     assert result["status"] == "SUCCEEDED"
     assert json.loads(result["output"]) == {"ok": True, "retries": 2}
-    assert [a - DEFAULT_START for a in attempts] == [0, 3, 9]
+    assert [a - default_start() for a in attempts] == [0, 3, 9]
     assert [f["error"] for f in failed] == ["FlakyError", "FlakyError"]
     cause = json.loads(failed[0]["cause"])
     assert cause["errorType"] == "FlakyError"
@@ -385,7 +385,7 @@ def test_retry_max_delay_caps_backoff_and_full_jitter_is_bounded_and_seeded():
         with LocalStepFunctions({"fn": always_fails}, jitter_seed=7) as sfn:
             run(sfn, retrier(jitter=True))
             jittered.append(list(sfn.retry_sleeps))
-            assert sfn.clock.now() - DEFAULT_START == pytest.approx(sum(sfn.retry_sleeps))
+            assert sfn.clock.now() - default_start() == pytest.approx(sum(sfn.retry_sleeps))
     assert jittered[0] == jittered[1]
     assert all(0 <= s <= cap for s, cap in zip(jittered[0], [10, 30, 60, 60], strict=True))
     assert jittered[0] != [10, 30, 60, 60]
@@ -441,7 +441,7 @@ def test_injected_lambda_timeout_is_sandbox_timedout_and_takes_the_function_time
         sfn.inject_lambda_timeout("fn")
         arn, result = run(sfn, definition)
         failed = failures(sfn, arn)
-        assert sfn.clock.now() - DEFAULT_START == 30 + 1
+        assert sfn.clock.now() - default_start() == 30 + 1
 
     assert result["status"] == "SUCCEEDED"
     assert len(calls) == 1
@@ -524,7 +524,7 @@ def test_execution_timeout_seconds_counts_virtual_time():
         )
         arn = sfn.start(sm, {})
         result = sfn.wait(arn)
-        assert sfn.clock.now() - DEFAULT_START == 1000
+        assert sfn.clock.now() - default_start() == 1000
         assert [(r.seconds, r.waited) for r in sfn.wait_records] == [(5, 5), (600, 600), (600, 395)]
         last = sfn.history(arn)[-1]["type"]
     assert result["status"] == "TIMED_OUT"

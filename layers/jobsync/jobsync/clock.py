@@ -11,7 +11,17 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-_now: Callable[[], float] = time.time
+# Seconds added to the wall clock. Zero in production; tests move it (pytest
+# --clock-offset-days) to prove that nothing depends on today's date.
+_offset: float = 0.0
+
+
+def wall() -> float:
+    """The wall clock, seconds since the epoch, moved by the offset."""
+    return time.time() + _offset
+
+
+_now: Callable[[], float] = wall
 
 
 def now() -> float:
@@ -22,7 +32,17 @@ def now() -> float:
 def set_clock(source: Callable[[], float] | None) -> None:
     """Use ``source`` as the clock; None restores the wall clock."""
     global _now
-    _now = source or time.time
+    _now = source or wall
+
+
+def set_offset(seconds: float) -> None:
+    """Move the wall clock ``seconds`` ahead (tests only: see ``wall``)."""
+    global _offset
+    _offset = float(seconds)
+
+
+def offset() -> float:
+    return _offset
 
 
 def utcnow() -> datetime:
