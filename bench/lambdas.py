@@ -13,7 +13,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +26,11 @@ from harness.kubeapi import KubeAPI
 from harness.operator_sim import OperatorSim
 from jobsync import clock as jobsync_clock
 from jobsync import cluster as jobsync_cluster
-from jobsync import runs
-from jobsync.cluster import ClusterSettings, get_api_client
-from jobsync.inputs import LoopState, SubmitRequest
-from jobsync.kube import KubeJobs
+from jobsync.cluster.connection import ClusterSettings, get_api_client
+from jobsync.cluster.jobs import KubeJobs
+from jobsync.run.inputs import LoopState, SubmitRequest
+from jobsync.run.poll import poll
+from jobsync.run.submit import submit
 from jobsync.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ class LocalCluster:
         """Create a job through the real submit path; the simulator plays ``scenario`` for it."""
         self._count += 1
         request = SubmitRequest(execution=EXECUTION.format(self._count), job=_job_manifest())
-        state = runs.submit(request, self.jobs, self.settings, lambda uri: "")
+        state = submit(request, self.jobs, self.settings, lambda uri: "")
         self.sim.plan(NAMESPACE, state.job.name, scenario, **timings)
         self.sim.step()
         return state
@@ -81,7 +81,7 @@ class LocalCluster:
     def poll(self, state: LoopState) -> tuple[LoopState, list[str]]:
         """One status poll, and the API requests it made ("GET pytorchjobs", "LIST pods", ...)."""
         before = len(self.api.requests)
-        new = runs.poll(state, self.jobs, self.settings)
+        new = poll(state, self.jobs, self.settings)
         made = [f"{r.verb.upper() if r.verb else r.method} {r.resource}" for r in self.api.requests[before:]]
         return new, made
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jobsync.policy import WaitBounds
+from jobsync.run.policy import WaitBounds
 
 POLICY_ORDER = ("seed-600", "fixed-60", "default", "default-hint20")
 WATCH_NOTE = (
@@ -341,8 +341,8 @@ def markdown(results: dict[str, Any], png_name: str) -> str:
         "## Detection delay and cost per policy",
         "",
         f"{meta['jobs']:,} simulated jobs (seed {meta['seed']}): a third each running 10-30 min, 1-3 h and "
-        "3-24 h (uniform within the class), each after 0-10 min PENDING. The real `jobsync.policy.next_wait` "
-        "decides every wait, fed as `runs.poll` feeds it; a finished job is noticed at the first poll at or "
+        "3-24 h (uniform within the class), each after 0-10 min PENDING. The real `jobsync.run.policy.next_wait` "
+        "decides every wait, fed as `jobsync.run.poll` feeds it; a finished job is noticed at the first poll at or "
         "after its end. Deadline 7 days (no job reaches it).",
         "",
         policy_table(results),
@@ -353,7 +353,7 @@ def markdown(results: dict[str, Any], png_name: str) -> str:
         "",
         class_table(results),
         "",
-        "- `seed-600`: the hand-written loop jobsync replaces (../shared/seeds/000): GET (`eks:call`), "
+        "- `seed-600`: the hand-written loop jobsync replaces (the seed article's `eks:call` loop): GET (`eks:call`), "
         "Choice, Pass, Wait 600 s; its first GET right after creating the job. No Lambda.",
         "- `fixed-60`: jobsync's state machine with a constant 60 s Wait (no policy, no poll budget).",
         "- `default`: jobsync's policy with `WaitBounds()` and no hint.",

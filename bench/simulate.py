@@ -19,9 +19,9 @@ from typing import Any
 
 from bench.statemachine import HISTORY_CAP, CostModel
 from bench.workload import Job
-from jobsync import policy as jobsync_policy
-from jobsync.model import Phase
-from jobsync.policy import PollState, WaitBounds, next_wait
+from jobsync.evaluation.phase import Phase
+from jobsync.run import policy as jobsync_policy
+from jobsync.run.policy import PollState, WaitBounds, next_wait
 
 DAY = 86_400
 SIM_DEADLINE_S = 7 * DAY  # generous: no job in the workload reaches it
@@ -48,7 +48,7 @@ class Policy:
     bounds: WaitBounds = field(default_factory=WaitBounds)
     hint: bool = False  # pass the job's expectedDurationSeconds
     check_at_submit: bool = False  # the seed GETs the job straight after creating it
-    # Module constants of jobsync.policy to override for a sweep (never written to the file).
+    # Module constants of jobsync.run.policy to override for a sweep (never written to the file).
     constants: tuple[tuple[str, float], ...] = ()
     # Watch mode (JOBSYNC_WATCH_SECONDS): each Status holds a watch up to this long.
     watch_seconds: int = 0
@@ -82,7 +82,7 @@ def standard_policies() -> list[Policy]:
 
 @contextlib.contextmanager
 def policy_constants(overrides: Sequence[tuple[str, float]]) -> Iterator[None]:
-    """Run the real jobsync.policy with some module constants changed, and put them back."""
+    """Run the real jobsync.run.policy with some module constants changed, and put them back."""
     saved = {name: getattr(jobsync_policy, name) for name, _ in overrides}
     try:
         for name, value in overrides:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jobsync.evaluation.phase import LoopPhase
+
 ROOT = Path(__file__).resolve().parent.parent
 JOBSYNC_DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
 JOBSYNC_POLL_STATE = "Status"
@@ -30,7 +32,7 @@ HISTORY_EVENTS_PER_STATE = {"Task": 5, "Wait": 2, "Choice": 2, "Pass": 2, "Succe
 EXECUTION_EVENTS = 2  # ExecutionStarted, and ExecutionSucceeded or ExecutionFailed
 LAMBDA_RESOURCES = ("arn:aws:states:::lambda:invoke", "arn:aws:lambda:")
 
-# The hand-written loop jobsync replaces, as ../shared/seeds/000_*.txt builds it:
+# The hand-written loop jobsync replaces, as the seed article builds it:
 # create the PyTorchJob (there through a ConfigMap-templated Kubernetes Job, one
 # eks:runJob.sync Task), take its name (Pass), then GET (eks:call) -> Choice on the
 # conditions -> Pass -> Wait 600 s -> GET ... The article's Choice tests
@@ -83,10 +85,15 @@ def _choose(state: dict[str, Any], phase: str) -> str:
     """The branch a Choice takes for ``phase``: the first rule whose condition names it.
 
     Conditions in both definitions compare the phase (or condition type) with
-    quoted literals, e.g. ``phase in ['SUCCEEDED', 'FAILED', ...]``.
+    quoted literals, e.g. ``phase = 'SUCCEEDED'``; jobsync's IsDone reads ``terminal``.
     """
     for rule in state.get("Choices", []):
-        literals = {word.upper() for word in re.findall(r"'([A-Za-z_]+)'", rule.get("Condition", ""))}
+        condition = rule.get("Condition", "")
+        if "$states.input.terminal" in condition:  # jobsync's IsDone: the loop state's own verdict
+            if phase.upper() in LoopPhase.__members__ and LoopPhase(phase.upper()).terminal:
+                return rule["Next"]
+            continue
+        literals = {word.upper() for word in re.findall(r"'([A-Za-z_]+)'", condition)}
         if phase.upper() in literals:
             return rule["Next"]
     return state["Default"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from jobsync.model import Phase
+from jobsync.evaluation.phase import Phase
 
 MINUTE, HOUR = 60, 3600
 

@@ -35,7 +35,7 @@ from harness.sfn import LocalStepFunctions
 from jobsync import clock as jobsync_clock
 from jobsync import cluster as jobsync_cluster
 from jobsync import runtime
-from jobsync.manifests import job_name
+from jobsync.run.manifests import job_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFINITION = ROOT / "statemachine" / "run_job.asl.json"

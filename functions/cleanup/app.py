@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import execution_events, runs, runtime
-from jobsync.inputs import CleanupRequest, parse
+from jobsync import runtime
+from jobsync.run import execution_events
+from jobsync.run.cleanup import cleanup
+from jobsync.run.inputs import CleanupRequest, parse
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -30,7 +32,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if execution_events.is_execution_event(event):
         result = execution_events.cleanup_after(event, runtime.cluster(), runtime.settings())
     else:
-        result = runs.cleanup(parse(CleanupRequest, event), runtime.cluster(), runtime.settings())
+        result = cleanup(parse(CleanupRequest, event), runtime.cluster(), runtime.settings())
     logger.info("cleanup", extra=result)
     if result["deleted"]:
         metrics.add_metric(name="JobsDeleted", unit=MetricUnit.Count, value=1)

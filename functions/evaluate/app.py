@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync.errors import InvalidInput
-from jobsync.evaluate import evaluate_event
-from jobsync.model import EvaluationError
+from jobsync.errors import EvaluationError, InvalidInput
+from jobsync.evaluation.verdict import evaluate_event
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

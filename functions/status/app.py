@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from jobsync import runs, runtime
-from jobsync.inputs import LoopState, parse
+from jobsync import runtime
+from jobsync.run.inputs import LoopState, parse
+from jobsync.run.poll import poll
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -23,12 +24,14 @@ metrics = Metrics()
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     state = parse(LoopState, event)
-    new = runs.poll(state, runtime.cluster(), runtime.settings())
+    new = poll(state, runtime.cluster(), runtime.settings())
     logger.info(
         "job polled",
         extra={"job": new.job.name, "phase": new.phase, "reason": new.reason, "waitSeconds": new.waitSeconds},
     )
     metrics.add_metric(name="Polls", unit=MetricUnit.Count, value=1)
-    if new.terminal:  # JobsSucceeded, JobsFailed, JobsStopped, JobsNot_Found, ...
-        metrics.add_metric(name=f"Jobs{new.phase.title()}", unit=MetricUnit.Count, value=1)
+    if new.terminal:
+        # One metric with a phase dimension, on its own so Polls keeps its dimensions.
+        with single_metric(name="JobsFinished", unit=MetricUnit.Count, value=1) as finished:
+            finished.add_dimension(name="phase", value=new.phase)
     return new.model_dump(exclude_none=True)

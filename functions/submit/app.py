@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runs, runtime
-from jobsync.inputs import SubmitRequest, parse
+from jobsync import runtime
+from jobsync.run.inputs import SubmitRequest, parse
+from jobsync.run.submit import submit
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -23,7 +24,7 @@ metrics = Metrics()
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(SubmitRequest, event)
-    state = runs.submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template)
+    state = submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template)
     logger.info("job submitted", extra={"job": state.job.model_dump(), "phase": state.phase})
     metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
     return state.model_dump(exclude_none=True)

@@ -4,7 +4,7 @@
 but in ``JOBSYNC_CLUSTER_MODE=eks``: the in-process Kubernetes API serves
 HTTPS with its own CA and accepts only EKS-style bearer tokens
 (``k8s-aws-v1.…``); the Lambdas find its endpoint and CA through moto's
-``eks:DescribeCluster`` and mint their tokens with ``jobsync.eks_token``, as in
+``eks:DescribeCluster`` and mint their tokens with ``jobsync.cluster.eks_token``, as in
 AWS. Used by the tests that need credentials on the wire: re-auth on 401, a
 throttled DescribeCluster, and the scan for leaked secrets.
 """
@@ -25,7 +25,7 @@ from moto.eks.models import eks_backends
 from harness.kubeapi import KubeAPI
 from harness.local import LocalJobsync
 from jobsync import cluster, runtime
-from jobsync.eks_token import TOKEN_PREFIX
+from jobsync.cluster.eks_token import TOKEN_PREFIX
 
 CLUSTER_NAME = "training"
 REGION = "us-east-1"  # the local Step Functions' region: moto's EKS and STS live there too
@@ -72,7 +72,7 @@ def ca_data(local: LocalJobsync) -> str:
 
 def count_mints() -> list[Any]:
     """A list that grows by one each time a Lambda signs a new token."""
-    from jobsync import eks_token
+    from jobsync.cluster import eks_token
 
     mints: list[Any] = []
     eks_token.sts_client(REGION).meta.events.register("before-sign.sts.GetCallerIdentity", lambda **_: mints.append(1))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness.local import LocalJobsync, load_handler
-from jobsync.manifests import job_labels, job_name
+from jobsync.run.manifests import job_labels, job_name
 from tests.cfn import load_template
 from tests.conftest import FakeLambdaContext, load_event
 

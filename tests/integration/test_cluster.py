@@ -35,8 +35,10 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.eks.models import eks_backends
 
-from jobsync import clock, cluster, eks_token
-from jobsync.cluster import ClusterSettings, get_api_client
+from jobsync import clock
+from jobsync.cluster import connection as cluster
+from jobsync.cluster import eks_token
+from jobsync.cluster.connection import ClusterSettings, get_api_client
 from jobsync.errors import ClusterAuthError, TransientClusterError
 
 REGION = "us-west-2"
@@ -418,7 +420,7 @@ def test_kubeconfig_mode_reaches_the_same_api(server, pki, tmp_path, monkeypatch
 
 
 def test_kubeconfig_mode_with_a_missing_file_is_a_config_error(tmp_path):
-    from jobsync.cluster import ClusterConfigError
+    from jobsync.errors import ClusterConfigError
 
     settings = ClusterSettings(mode="kubeconfig", kubeconfig=str(tmp_path / "absent"), context="test")
     with pytest.raises(ClusterConfigError, match="kubeconfig context test"):

@@ -18,7 +18,7 @@ from moto import mock_aws
 from harness.kubeapi import KubeAPI
 from harness.local import load_handler, pytorchjob_crd
 from jobsync import cluster, runtime
-from jobsync.manifests import job_labels, job_name
+from jobsync.run.manifests import job_labels, job_name
 from tests.conftest import EVENTS, load_event
 
 TESTED_ELSEWHERE = {"run-job-input.json"}  # the execution input: tests/integration/test_run_job.py

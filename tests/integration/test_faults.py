@@ -16,10 +16,10 @@ from botocore.exceptions import ClientError
 
 from harness.kubeapi import Fault, KubeAPI
 from harness.local import LocalJobsync
-from jobsync import cluster as jobsync_cluster
-from jobsync import evaluate, kube
-from jobsync.manifests import job_name
-from jobsync.model import Phase
+from jobsync import evaluate
+from jobsync.cluster import connection as jobsync_cluster
+from jobsync.evaluation.phase import Phase
+from jobsync.run.manifests import job_name
 from tests.conftest import load_event
 from tests.integration.local_eks import REGION, count_mints, eks_jobsync
 
@@ -61,10 +61,12 @@ def calls(local: LocalJobsync, function: str) -> int:
 # --- the Kubernetes API -----------------------------------------------------------
 
 
-def test_read_timeout_on_a_poll_is_retried_and_the_verdict_stands(monkeypatch):
-    # The client's read timeout is 20 s; the fault stalls 0.6 s against a 0.3 s timeout instead.
-    monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2, 0.3))
-    with LocalJobsync("success", SHORT, env=QUIET) as local:
+# The client's read timeout is 20 s; these faults stall 0.6 s against a 0.3 s timeout instead.
+TIMEOUTS_03 = {**QUIET, "JOBSYNC_CONNECT_TIMEOUT_SECONDS": "2", "JOBSYNC_READ_TIMEOUT_SECONDS": "0.3"}
+
+
+def test_read_timeout_on_a_poll_is_retried_and_the_verdict_stands():
+    with LocalJobsync("success", SHORT, env=TIMEOUTS_03) as local:
         # urllib3 retries a timed-out GET once by itself: two stalls make one poll fail.
         local.api.inject(Fault.delay(0.6), method="GET", path_contains=JOB_GET, times=2)
         result = local.run(execution_input(), name="read-timeout")
@@ -74,11 +76,10 @@ def test_read_timeout_on_a_poll_is_retried_and_the_verdict_stands(monkeypatch):
         assert [j["phase"] for j in result.jobs_left] == ["SUCCEEDED"]
 
 
-def test_read_timeout_on_create_never_makes_a_second_job(monkeypatch):
+def test_read_timeout_on_create_never_makes_a_second_job():
     # The API creates the job after the client gave up; the retried submit either
     # creates it (the stalled POST then gets 409) or adopts it. One job either way.
-    monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (2, 0.3))
-    with LocalJobsync("success", SHORT, env=QUIET) as local:
+    with LocalJobsync("success", SHORT, env=TIMEOUTS_03) as local:
         local.api.inject(Fault.delay(0.6), method="POST", times=1)
         result = local.run(execution_input(), name="create-timeout")
         assert result.status == "SUCCEEDED"

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from harness.kubeapi import Fault, KubeAPI
 from harness.local import LocalJobsync, load_handler, pytorchjob_crd
 from jobsync import clock, cluster, runtime
-from jobsync.manifests import job_name
-from jobsync.policy import WaitBounds
+from jobsync.run.manifests import job_name
+from jobsync.run.policy import WaitBounds
 from tests.conftest import FakeLambdaContext, load_event
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}

@@ -17,7 +17,7 @@ import yaml
 from harness.kubeapi import KubeAPI
 from harness.local import load_handler
 from jobsync import cluster, runtime
-from jobsync.kinds import by_kind_name
+from jobsync.evaluation.kinds import by_kind_name
 from tests.conftest import SHARED, shared_path
 
 SAMPLES = "samples/kubeflow-training-operator-v1.9.0"

@@ -13,7 +13,7 @@ from bench.__main__ import Config, run
 from bench.simulate import Policy, _fixed_poll_times, poll_times, standard_policies
 from bench.statemachine import SEED_600, SEED_POLL_STATE, CostModel, cost_models, walk
 from bench.workload import Job, make_workload
-from jobsync.policy import WaitBounds
+from jobsync.run.policy import WaitBounds
 
 POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch")
 

@@ -19,8 +19,11 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.eks.models import eks_backends
 
-from jobsync import clock, cluster, eks_token
-from jobsync.cluster import ClusterConfigError, ClusterSettings, get_api_client
+from jobsync import clock
+from jobsync.cluster import connection as cluster
+from jobsync.cluster import eks_token
+from jobsync.cluster.connection import ClusterSettings, get_api_client
+from jobsync.errors import ClusterConfigError
 
 REGION = "us-west-2"
 ACCESS_KEY = "AKIDJOBSYNCTEST"

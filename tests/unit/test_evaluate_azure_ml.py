@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from jobsync import Phase, evaluate
-from jobsync.model import EvaluationError
+from jobsync.errors import EvaluationError
 from tests.payloads import load_payload
 
-# Every value the azure-ai-ml Job.status reference lists (../shared/seeds/003_*.txt), plus Paused.
+# Every value the azure-ai-ml Job.status reference lists (azure.ai.ml JobStatus), plus Paused.
 STATUSES = {
     "NotStarted": Phase.PENDING,
     "Starting": Phase.PENDING,

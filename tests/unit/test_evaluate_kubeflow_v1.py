@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobsync import Phase, evaluate
-from jobsync.model import EvaluationError
+from jobsync.errors import EvaluationError
 from tests.payloads import load_payload
 
 
@@ -229,3 +229,19 @@ def test_duplicates_written_two_ways_give_the_same_answer_in_any_order():
         answers.add(evaluate(obj))
 
     assert len(answers) == 1
+
+
+@pytest.mark.parametrize(
+    "conditions",
+    [
+        [None, 7, {"type": ["x"], "status": {}}],
+        ["Succeeded"],
+        [{"status": "True"}],
+    ],
+)
+def test_a_condition_list_with_nothing_recognisable_is_unknown_and_says_what_was_seen(conditions):
+    job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"}}
+    verdict = evaluate({**job, "status": {"conditions": conditions}})
+    assert verdict.phase is Phase.UNKNOWN
+    assert verdict.reason.startswith("UnrecognisedConditions: unreadable entries")
+    assert repr(conditions[0])[:10] in verdict.reason

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobsync import Phase, evaluate
-from jobsync.model import EvaluationError
+from jobsync.errors import EvaluationError
 from tests.payloads import load_payload, payload_names
 
 # payload -> (phase, reason, since); reason and since are checked when not None.

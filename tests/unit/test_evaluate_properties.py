@@ -17,10 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobsync import evaluate, kinds
-from jobsync.__main__ import evaluate_text
-from jobsync.evaluate import evaluate_event, unwrap_event
-from jobsync.model import EvaluationError
+from jobsync import evaluate
+from jobsync.cli import evaluate_text
+from jobsync.errors import EvaluationError
+from jobsync.evaluation import kinds
+from jobsync.evaluation.verdict import evaluate_event, unwrap_event
 from tests.payloads import load_payload
 
 # Condition-based payloads and the condition types their family reads.

@@ -7,7 +7,7 @@ import pytest
 from jobsync import Phase, evaluate
 from tests.payloads import load_payload
 
-# The statuses each kind's controller writes, with the phase design.md gives them.
+# The statuses each kind's controller writes, with the phase docs/phases.md gives them.
 JOB_STATUSES = {
     "InProgress": Phase.RUNNING,
     "Stopping": Phase.RUNNING,

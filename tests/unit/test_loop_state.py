@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from jobsync import runs
 from jobsync.errors import InvalidInput
-from jobsync.inputs import LoopState, parse
+from jobsync.run.inputs import LoopState, parse
+from jobsync.run.poll import poll
 from jobsync.settings import Settings
 
 SETTINGS = Settings()
@@ -46,7 +46,7 @@ def loop_state(**overrides):
 def test_a_bad_timestamp_is_refused_naming_its_field_before_any_request(field, value):
     cluster = RecordingCluster()
     with pytest.raises(InvalidInput, match=rf"{field}: not an RFC 3339 timestamp"):
-        runs.poll(parse(LoopState, loop_state(**{field: value})), cluster, SETTINGS)
+        poll(parse(LoopState, loop_state(**{field: value})), cluster, SETTINGS)
     assert cluster.calls == []
 
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobsync.errors import InvalidInput
-from jobsync.manifests import (
+from jobsync.run.manifests import (
     EXECUTION_ANNOTATION,
     EXECUTION_LABEL,
     MANAGED_BY,

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
-from jobsync import manifests, runs
 from jobsync.errors import InvalidInput, JobConflict
-from jobsync.inputs import CleanupRequest, LoopState, parse
+from jobsync.run import cleanup as cleanup_step
+from jobsync.run import manifests
+from jobsync.run.inputs import CleanupRequest, LoopState, parse
+from jobsync.run.poll import poll
 from jobsync.settings import Settings
 
 SETTINGS = Settings()
@@ -88,10 +90,10 @@ def loop_state(**overrides: Any) -> dict[str, Any]:
 def test_status_and_cleanup_refuse_a_job_submit_would_refuse(job_ref, field):
     cluster = RecordingCluster({NAME: job()})
     with pytest.raises(InvalidInput, match=rf"^{field}: "):
-        runs.poll(parse(LoopState, loop_state(job=job_ref)), cluster, SETTINGS)
+        poll(parse(LoopState, loop_state(job=job_ref)), cluster, SETTINGS)
     request = parse(CleanupRequest, {"job": job_ref, "cleanup": "always"})
     with pytest.raises(InvalidInput, match=rf"^{field}: "):
-        runs.cleanup(request, cluster, SETTINGS)
+        cleanup_step.cleanup(request, cluster, SETTINGS)
     assert cluster.calls == []
     assert NAME in cluster.objects
 
@@ -100,7 +102,7 @@ def test_status_and_cleanup_refuse_a_job_submit_would_refuse(job_ref, field):
 
 
 def cleanup(cluster: RecordingCluster, **event: Any) -> dict[str, Any]:
-    return runs.cleanup(parse(CleanupRequest, {"cleanup": "always", **event}), cluster, SETTINGS)
+    return cleanup_step.cleanup(parse(CleanupRequest, {"cleanup": "always", **event}), cluster, SETTINGS)
 
 
 def test_with_the_uid_the_loop_saw_cleanup_deletes_that_object_without_a_get():

@@ -1,6 +1,11 @@
-"""Errors the Lambdas raise. Their class names are the `Error` names the state
-machine sees (Lambda reports the exception's class as `errorType`), so the
-ASL retries and catches by these names: keep them stable.
+"""Every error jobsync raises on purpose, in one place.
+
+The Lambdas' error class names are the ``Error`` names the state machine
+sees (Lambda reports the exception's class as ``errorType``), so the ASL
+retries and catches by these names: keep them stable. ``retried`` says
+whether the state machine's Retry covers the error (a test holds the ASL to
+it). The translation from HTTP answers and transport failures to these
+classes lives in one place, ``jobsync.cluster.errors``.
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ from __future__ import annotations
 class JobsyncError(Exception):
     """Base class: an error jobsync raises on purpose, with a message for people."""
 
+    retried = False
+
 
 class InvalidInput(JobsyncError):
     """The request is malformed or not allowed; nothing was created. Not retried."""
@@ -16,6 +23,8 @@ class InvalidInput(JobsyncError):
 
 class TransientClusterError(JobsyncError):
     """The Kubernetes API was throttled, failed with 5xx or could not be reached. Retried."""
+
+    retried = True
 
 
 class ClusterAccessDenied(JobsyncError):
@@ -32,3 +41,11 @@ class ClusterAuthError(JobsyncError):
 
 class ClusterRequestFailed(JobsyncError):
     """The Kubernetes API refused a request for a reason a retry cannot fix (a missing CRD, ...)."""
+
+
+class ClusterConfigError(JobsyncError):
+    """Misconfiguration a retry cannot fix: missing settings, no such cluster, no AWS credentials."""
+
+
+class EvaluationError(ValueError):
+    """The input cannot be evaluated: not a Kubernetes object, or a kind jobsync does not know."""

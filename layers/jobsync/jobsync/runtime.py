@@ -8,9 +8,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from jobsync.cluster import get_api_client
+from jobsync.cluster.connection import get_api_client
+from jobsync.cluster.jobs import KubeJobs
 from jobsync.errors import InvalidInput
-from jobsync.kube import KubeJobs
 from jobsync.settings import Settings
 
 

@@ -1,31 +1,104 @@
-"""Settings of a deployment, read once from the environment the template sets."""
+"""A deployment's configuration, read once from the environment the template sets.
+
+Two groups, each a ``pydantic-settings`` model with the ``JOBSYNC_`` prefix
+and every field documented: ``Settings`` (what the steps may do and how they
+wait) and ``ClusterSettings`` (which cluster to reach and how). A bad value
+raises an error that names the variable.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Annotated, Any, Literal
 
-from jobsync import kinds
-from jobsync.kinds import KindSpec
-from jobsync.policy import WaitBounds
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+
+from jobsync.errors import ClusterConfigError
+from jobsync.evaluation import kinds
+from jobsync.evaluation.kinds import KindSpec
+from jobsync.run.policy import WaitBounds
 
 DAY = 86_400
 # A watch must end, and the poll answer, within the Lambda's 900 s maximum.
 MAX_WATCH_SECONDS = 840
+# (connect, read) seconds, for every call that passes no timeout: a Lambda
+# must never hang on a silent API server.
+REQUEST_TIMEOUT = (5.0, 20.0)
+MODES = ("eks", "kubeconfig", "url")
+Mode = Literal["eks", "kubeconfig", "url"]
+
+# The environment ``from_env`` reads; None: the process's.
+_environment: ContextVar[Mapping[str, str] | None] = ContextVar("jobsync_environment", default=None)
 
 
-def _int(env: dict[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"environment variable {name} must be a whole number, got {raw!r}") from None
+class _MappingSource(EnvSettingsSource):
+    """The environment source, over a given mapping instead of ``os.environ``."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self.env_vars = {k.lower(): v for k, v in env.items()}
 
 
-def _flag(env: dict[str, str], name: str) -> bool:
-    return env.get(name, "").strip().lower() in {"1", "true", "yes"}
+class _FromEnvironment(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="JOBSYNC_", frozen=True, extra="ignore", populate_by_name=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        env = _environment.get()
+        return (init_settings, env_settings if env is None else _MappingSource(settings_cls, env))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Any:
+        """The settings from ``env`` (the process's environment by default)."""
+        token = _environment.set(dict(os.environ if env is None else env))
+        try:
+            return cls()
+        except ValidationError as exc:
+            raise ValueError(describe(exc, cls)) from None
+        finally:
+            _environment.reset(token)
+
+    @classmethod
+    def variable(cls, field: str) -> str:
+        """The environment variable that sets ``field``."""
+        alias = cls.model_fields[field].validation_alias
+        if isinstance(alias, AliasChoices):
+            return str(alias.choices[0])
+        return str(alias or f"JOBSYNC_{field.upper()}")
+
+    @classmethod
+    def variables(cls) -> set[str]:
+        """Every environment variable these settings read."""
+        out = set()
+        for name, info in cls.model_fields.items():
+            alias = info.validation_alias
+            out |= {str(a) for a in alias.choices} if isinstance(alias, AliasChoices) else {cls.variable(name)}
+        return out
+
+
+def describe(exc: ValidationError, cls: type[_FromEnvironment]) -> str:
+    """One line per bad value, each naming its environment variable."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        field = str(err["loc"][0]) if err["loc"] else ""
+        variable = cls.variable(field) if field in cls.model_fields else cls.__name__
+        message = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] in {"int_parsing", "int_from_float", "int_type"}:
+            message = f"must be a whole number, got {err.get('input')!r}"
+        elif err["type"] in {"greater_than_equal", "less_than_equal"} and field == "watch_seconds":
+            message = f"must be 0 to {MAX_WATCH_SECONDS}, got {err.get('input')}"
+        parts.append(message if variable in message else f"environment variable {variable} {message}")
+    return "; ".join(parts)
 
 
 def parse_allowed_kinds(value: str) -> tuple[KindSpec, ...]:
@@ -47,64 +120,138 @@ def parse_allowed_kinds(value: str) -> tuple[KindSpec, ...]:
     return tuple(specs)
 
 
-@dataclass(frozen=True)
-class Settings:
-    namespace: str = "ml-training"
-    allowed_kinds: tuple[KindSpec, ...] = field(default_factory=lambda: parse_allowed_kinds("PyTorchJob"))
-    default_timeout_seconds: int = DAY
-    max_timeout_seconds: int = 30 * DAY
-    wait_bounds: WaitBounds = field(default_factory=WaitBounds)
-    template_bucket: str = ""
-    template_prefix: str = ""
-    allow_privileged_pods: bool = False
-    max_manifest_bytes: int = 64 * 1024
-    # A 404 this soon after submission is the API catching up, not a lost job.
-    not_found_grace_seconds: int = 60
-    # Read the pods of a job PENDING this long (why has it not started?).
-    diagnose_after_seconds: int = 120
-    # Pods in ImagePullBackOff or Unschedulable this long end the job as FAILED.
-    stuck_grace_seconds: int = 900
-    # A job whose status the operator never fills in this long ends as FAILED.
-    operator_timeout_seconds: int = 300
-    log_tail_bytes: int = 4096
-    # Watch mode: each poll holds a watch on the job up to this long and returns
-    # as soon as its phase changes (0: off). Under the Lambda's 900 s limit.
-    watch_seconds: int = 0
+class Settings(_FromEnvironment):
+    """What the steps may do, and how they wait. Each field is ``JOBSYNC_<FIELD>``."""
 
+    namespace: str = Field("ml-training", min_length=1, description="The one namespace jobs run in.")
+    allowed_kinds: Annotated[tuple[KindSpec, ...], NoDecode] = Field(
+        default_factory=lambda: parse_allowed_kinds("PyTorchJob"),
+        description="Kinds a job may be: names (PyTorchJob,TFJob) or apiVersion/Kind entries.",
+    )
+    default_timeout_seconds: int = Field(DAY, gt=0, description="A job's deadline when the input gives none.")
+    max_timeout_seconds: int = Field(30 * DAY, gt=0, description="The longest deadline an input may ask for.")
+    min_wait_seconds: int = Field(WaitBounds.min_seconds, description="The shortest wait between two polls.")
+    max_wait_seconds: int = Field(WaitBounds.max_seconds, description="The longest wait between two polls.")
+    pending_max_wait_seconds: int = Field(
+        WaitBounds.pending_max_seconds, description="The longest wait while a job is starting."
+    )
+    running_max_wait_seconds: int = Field(
+        WaitBounds.running_max_seconds, description="The longest wait while a job runs without a hint."
+    )
+    poll_budget: int = Field(WaitBounds.poll_budget, description="Polls one execution may make (history budget).")
+    template_bucket: str = Field("", description="The only bucket jobTemplate may name ('' allows any).")
+    template_prefix: str = Field("", description="The key prefix jobTemplate must start with.")
+    allow_privileged_pods: bool = Field(False, description="Let pods ask for what Pod Security Baseline forbids.")
+    max_manifest_bytes: int = Field(64 * 1024, gt=0, description="The largest manifest submit accepts.")
+    not_found_grace_seconds: int = Field(
+        60, ge=0, description="A 404 this soon after submission is the API catching up, not a lost job."
+    )
+    diagnose_after_seconds: int = Field(120, ge=0, description="Read the pods of a job PENDING this long.")
+    stuck_grace_seconds: int = Field(
+        900, ge=0, description="Pods in ImagePullBackOff or Unschedulable this long end the job as FAILED."
+    )
+    operator_timeout_seconds: int = Field(
+        300, ge=0, description="A job whose status the operator never fills in this long ends as FAILED."
+    )
+    log_tail_bytes: int = Field(4096, ge=0, description="The most of a failed container's log put in the Cause.")
+    watch_seconds: int = Field(
+        0,
+        ge=0,
+        le=MAX_WATCH_SECONDS,
+        description="Watch mode: each poll holds a watch on the job up to this long (0: off).",
+    )
+
+    @field_validator("allowed_kinds", mode="before")
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
-        env = dict(os.environ if env is None else env)
-        bounds = WaitBounds(
-            min_seconds=_int(env, "JOBSYNC_MIN_WAIT_SECONDS", WaitBounds.min_seconds),
-            max_seconds=_int(env, "JOBSYNC_MAX_WAIT_SECONDS", WaitBounds.max_seconds),
-            pending_max_seconds=_int(env, "JOBSYNC_PENDING_MAX_WAIT_SECONDS", WaitBounds.pending_max_seconds),
-            running_max_seconds=_int(env, "JOBSYNC_RUNNING_MAX_WAIT_SECONDS", WaitBounds.running_max_seconds),
-            poll_budget=_int(env, "JOBSYNC_POLL_BUDGET", WaitBounds.poll_budget),
-        )
-        return cls(
-            namespace=env.get("JOBSYNC_NAMESPACE", "").strip() or cls.namespace,
-            allowed_kinds=parse_allowed_kinds(env.get("JOBSYNC_ALLOWED_KINDS", "PyTorchJob")),
-            default_timeout_seconds=_int(env, "JOBSYNC_DEFAULT_TIMEOUT_SECONDS", cls.default_timeout_seconds),
-            max_timeout_seconds=_int(env, "JOBSYNC_MAX_TIMEOUT_SECONDS", cls.max_timeout_seconds),
-            wait_bounds=bounds,
-            template_bucket=env.get("JOBSYNC_TEMPLATE_BUCKET", "").strip(),
-            template_prefix=env.get("JOBSYNC_TEMPLATE_PREFIX", "").strip(),
-            allow_privileged_pods=_flag(env, "JOBSYNC_ALLOW_PRIVILEGED_PODS"),
-            max_manifest_bytes=_int(env, "JOBSYNC_MAX_MANIFEST_BYTES", cls.max_manifest_bytes),
-            not_found_grace_seconds=_int(env, "JOBSYNC_NOT_FOUND_GRACE_SECONDS", cls.not_found_grace_seconds),
-            diagnose_after_seconds=_int(env, "JOBSYNC_DIAGNOSE_AFTER_SECONDS", cls.diagnose_after_seconds),
-            stuck_grace_seconds=_int(env, "JOBSYNC_STUCK_GRACE_SECONDS", cls.stuck_grace_seconds),
-            operator_timeout_seconds=_int(env, "JOBSYNC_OPERATOR_TIMEOUT_SECONDS", cls.operator_timeout_seconds),
-            log_tail_bytes=_int(env, "JOBSYNC_LOG_TAIL_BYTES", cls.log_tail_bytes),
-            watch_seconds=_int(env, "JOBSYNC_WATCH_SECONDS", cls.watch_seconds),
-        )
+    def _kinds(cls, value: Any) -> Any:
+        return parse_allowed_kinds(value) if isinstance(value, str) else value
 
-    def __post_init__(self) -> None:
-        if not 0 <= self.watch_seconds <= MAX_WATCH_SECONDS:
-            raise ValueError(f"JOBSYNC_WATCH_SECONDS must be 0 to {MAX_WATCH_SECONDS}, got {self.watch_seconds}")
+    @field_validator("namespace", "template_bucket", "template_prefix", mode="before")
+    @classmethod
+    def _strip(cls, value: Any) -> Any:
+        return value.strip() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Settings:
+        self.wait_bounds  # noqa: B018 - WaitBounds checks the bounds fit together
+        return self
+
+    @property
+    def wait_bounds(self) -> WaitBounds:
+        return WaitBounds(
+            min_seconds=self.min_wait_seconds,
+            max_seconds=self.max_wait_seconds,
+            pending_max_seconds=self.pending_max_wait_seconds,
+            running_max_seconds=self.running_max_wait_seconds,
+            poll_budget=self.poll_budget,
+        )
 
     def allowed(self, api_version: str, kind: str) -> KindSpec | None:
         for spec in self.allowed_kinds:
             if spec.api_version == api_version and spec.kind == kind:
                 return spec
         return None
+
+
+class ClusterSettings(_FromEnvironment):
+    """Which cluster to reach and how (jobsync.cluster.connection). Hashable: the client cache key."""
+
+    mode: Mode = Field("eks", validation_alias=AliasChoices("JOBSYNC_CLUSTER_MODE", "mode"))
+    cluster_name: str | None = Field(
+        None, validation_alias=AliasChoices("JOBSYNC_CLUSTER_NAME", "cluster_name"), description="eks mode."
+    )
+    region: str | None = Field(
+        None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION", "region"), description="eks mode."
+    )
+    kubeconfig: str | None = Field(
+        None, validation_alias=AliasChoices("KUBECONFIG", "kubeconfig"), description="kubeconfig mode."
+    )
+    context: str | None = Field(
+        None, validation_alias=AliasChoices("JOBSYNC_KUBE_CONTEXT", "context"), description="kubeconfig mode."
+    )
+    url: str | None = Field(
+        None, repr=False, validation_alias=AliasChoices("JOBSYNC_KUBE_URL", "url"), description="url mode."
+    )
+    connect_timeout: float = Field(
+        REQUEST_TIMEOUT[0],
+        gt=0,
+        validation_alias=AliasChoices("JOBSYNC_CONNECT_TIMEOUT_SECONDS", "connect_timeout"),
+        description="Seconds to connect, for a call that passes no timeout.",
+    )
+    read_timeout: float = Field(
+        REQUEST_TIMEOUT[1],
+        gt=0,
+        validation_alias=AliasChoices("JOBSYNC_READ_TIMEOUT_SECONDS", "read_timeout"),
+        description="Seconds to wait for an answer, for a call that passes no timeout.",
+    )
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        mode = value.strip().lower() if isinstance(value, str) else value
+        if mode not in MODES:
+            # Not a ValueError: pydantic would wrap it; the caller gets this very error.
+            raise ClusterConfigError(f"unknown JOBSYNC_CLUSTER_MODE {value!r}; use one of {', '.join(MODES)}")
+        return mode
+
+    @field_validator("cluster_name", "region", "kubeconfig", "context", "url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return value or None
+
+    @model_validator(mode="after")
+    def _complete(self) -> ClusterSettings:
+        if self.mode == "eks" and not (self.cluster_name and self.region):
+            raise ClusterConfigError(f"cluster {self.label!r}: eks mode needs JOBSYNC_CLUSTER_NAME and AWS_REGION")
+        if self.mode == "url" and not self.url:
+            raise ClusterConfigError(f"cluster {self.label!r}: url mode needs JOBSYNC_KUBE_URL")
+        return self
+
+    @property
+    def label(self) -> str:
+        """How messages and logs name the cluster."""
+        if self.mode == "kubeconfig":
+            return f"kubeconfig context {self.context or '(current)'}"
+        if self.mode == "url":
+            return "local API (url mode)"
+        return self.cluster_name or "(unnamed)"

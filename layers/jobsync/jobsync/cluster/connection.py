@@ -4,7 +4,7 @@ Modes (``JOBSYNC_CLUSTER_MODE``):
 
 - ``eks`` (default, the Lambda case): endpoint and CA from
   ``eks:DescribeCluster`` (once per container), an IAM bearer token from
-  :mod:`jobsync.eks_token`. Needs ``JOBSYNC_CLUSTER_NAME`` and ``AWS_REGION``.
+  :mod:`jobsync.cluster.eks_token`. Needs ``JOBSYNC_CLUSTER_NAME`` and ``AWS_REGION``.
 - ``kubeconfig`` (local runs against kind/minikube, or EKS through an
   ``aws eks get-token`` exec entry): ``KUBECONFIG`` (the client's default when
   unset) and optionally ``JOBSYNC_KUBE_CONTEXT``. The mode to prefer for
@@ -20,11 +20,11 @@ The client itself, on every call:
 - re-mints the EKS token before a request once it is 14 minutes old
   (``Configuration.refresh_api_key_hook``); on a 401 it gets new credentials
   and retries the request exactly once; a second 401 raises
-  ``jobsync.errors.ClusterAuthError``;
+  ``ClusterAuthError``;
 - uses ``(connect_timeout, read_timeout)`` when the call passes no
   ``_request_timeout``;
 - turns transport failures (DNS, refused, TLS, timeouts) into
-  ``jobsync.errors.TransientClusterError`` and forgets itself, so the next
+  ``TransientClusterError`` and forgets itself, so the next
   ``get_api_client()`` describes the cluster again (it may have been recreated
   under the same name). Other HTTP errors stay ``ApiException``.
 
@@ -54,9 +54,9 @@ import os
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import boto3
 import urllib3
@@ -68,14 +68,13 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import load_kube_config
 from kubernetes.config.config_exception import ConfigException
 
-from jobsync import eks_token
-from jobsync.errors import ClusterAuthError, JobsyncError, TransientClusterError
-from jobsync.kube import REQUEST_TIMEOUT
+from jobsync.cluster import eks_token
+from jobsync.cluster.errors import unauthorized, unreachable
+from jobsync.errors import ClusterConfigError, JobsyncError, TransientClusterError
+from jobsync.settings import ClusterSettings
 
 logger = logging.getLogger(__name__)
 
-Mode = Literal["eks", "kubeconfig", "url"]
-MODES = ("eks", "kubeconfig", "url")
 
 # DescribeCluster failures worth retrying later (anything 5xx is, too).
 _RETRYABLE_AWS_CODES = frozenset(
@@ -91,58 +90,9 @@ _RETRYABLE_AWS_CODES = frozenset(
 )
 
 
-class ClusterConfigError(JobsyncError):
-    """Misconfiguration a retry cannot fix: missing settings, no such cluster, no AWS credentials."""
-
-
 def _error(cls: type[JobsyncError], label: str, message: str) -> JobsyncError:
     # Messages name the cluster, never its endpoint, CA or token.
     return cls(f"cluster {label!r}: {message}")
-
-
-@dataclass(frozen=True)
-class ClusterSettings:
-    """Which cluster to reach and how. Hashable: it is the client cache key."""
-
-    mode: Mode = "eks"
-    cluster_name: str | None = None
-    region: str | None = None
-    kubeconfig: str | None = None
-    context: str | None = None
-    url: str | None = field(default=None, repr=False)
-    # The client's default for a call that passes no timeout: KubeJobs' own, kept in one place.
-    connect_timeout: float = REQUEST_TIMEOUT[0]
-    read_timeout: float = REQUEST_TIMEOUT[1]
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            message = f"unknown JOBSYNC_CLUSTER_MODE {self.mode!r}; use one of {', '.join(MODES)}"
-            raise _error(ClusterConfigError, self.label, message)
-        if self.mode == "eks" and not (self.cluster_name and self.region):
-            raise _error(ClusterConfigError, self.label, "eks mode needs JOBSYNC_CLUSTER_NAME and AWS_REGION")
-        if self.mode == "url" and not self.url:
-            raise _error(ClusterConfigError, self.label, "url mode needs JOBSYNC_KUBE_URL")
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ClusterSettings:
-        env = os.environ if env is None else env
-        return cls(
-            mode=env.get("JOBSYNC_CLUSTER_MODE", "eks").strip().lower(),  # type: ignore[arg-type]
-            cluster_name=env.get("JOBSYNC_CLUSTER_NAME") or None,
-            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-            kubeconfig=env.get("KUBECONFIG") or None,
-            context=env.get("JOBSYNC_KUBE_CONTEXT") or None,
-            url=env.get("JOBSYNC_KUBE_URL") or None,
-        )
-
-    @property
-    def label(self) -> str:
-        """How messages and logs name the cluster."""
-        if self.mode == "kubeconfig":
-            return f"kubeconfig context {self.context or '(current)'}"
-        if self.mode == "url":
-            return "local API (url mode)"
-        return self.cluster_name or "(unnamed)"
 
 
 class _ClusterApiClient(k8s.ApiClient):
@@ -173,7 +123,7 @@ class _ClusterApiClient(k8s.ApiClient):
             if exc.status != 401:
                 raise
             if self._reauth is None:
-                raise _error(ClusterAuthError, self._label, "the API server answered 401 Unauthorized") from None
+                raise unauthorized(self._label, after_refresh=False) from None
         logger.warning("API server answered 401; retrying once with new credentials", extra={"cluster": self._label})
         self._reauth()
         try:
@@ -181,22 +131,14 @@ class _ClusterApiClient(k8s.ApiClient):
         except ApiException as exc:
             if exc.status != 401:
                 raise
-            raise _error(
-                ClusterAuthError,
-                self._label,
-                "the API server answered 401 Unauthorized again with fresh credentials; "
-                "check the EKS access entry for this role",
-            ) from None
+            raise unauthorized(self._label, after_refresh=True) from None
 
     def _call_once(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().call_api(*args, **kwargs)
         except urllib3.exceptions.HTTPError as exc:
-            # urllib3's messages carry the host: keep only the kind of failure.
-            reason = getattr(exc, "reason", None) or exc
             self._on_unreachable()
-            message = f"Kubernetes API unreachable ({type(reason).__name__})"
-            raise _error(TransientClusterError, self._label, message) from None
+            raise unreachable(exc, self._label) from None
 
     def __repr__(self) -> str:
         return f"<ApiClient for {self._label}>"

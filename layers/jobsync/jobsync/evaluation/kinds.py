@@ -7,14 +7,11 @@ Adding a kind is one entry in ``KINDS``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from jobsync import evaluators
-from jobsync.model import Evaluation, EvaluationError
-
-Evaluator = Callable[[Mapping[str, Any]], Evaluation]
+from jobsync.errors import EvaluationError
+from jobsync.evaluation import ack, azure_ml, batch, kubeflow, sagemaker, trainer
+from jobsync.evaluation.conditions import Evaluator
 
 AZURE_ML_KIND = "AzureMLJob"
 
@@ -55,37 +52,37 @@ _ACK_SAGEMAKER = "sagemaker.services.k8s.aws/v1alpha1"
 
 KINDS: tuple[KindSpec, ...] = (
     # Kubeflow training-operator v1
-    KindSpec("kubeflow.org/v1", "PyTorchJob", "pytorchjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "TFJob", "tfjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "MPIJob", "mpijobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "XGBoostJob", "xgboostjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "PaddleJob", "paddlejobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "JAXJob", "jaxjobs", evaluators.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "PyTorchJob", "pytorchjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "TFJob", "tfjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "MPIJob", "mpijobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "XGBoostJob", "xgboostjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "PaddleJob", "paddlejobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec("kubeflow.org/v1", "JAXJob", "jaxjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
     # Kubeflow Trainer v2: a TrainJob runs as a JobSet of the same name.
     KindSpec(
         "trainer.kubeflow.org/v1alpha1",
         "TrainJob",
         "trainjobs",
-        evaluators.trainer_v2,
+        trainer.trainer_v2,
         "jobset.sigs.k8s.io/jobset-name",
     ),
-    KindSpec("batch/v1", "Job", "jobs", evaluators.batch_job, "batch.kubernetes.io/job-name"),
+    KindSpec("batch/v1", "Job", "jobs", batch.batch_job, "batch.kubernetes.io/job-name"),
     # SageMaker Operators for Kubernetes
-    KindSpec(_SAGEMAKER, "TrainingJob", "trainingjobs", evaluators.sagemaker_training_job),
-    KindSpec(_SAGEMAKER, "HyperparameterTuningJob", "hyperparametertuningjobs", evaluators.sagemaker_tuning_job),
-    KindSpec(_SAGEMAKER, "BatchTransformJob", "batchtransformjobs", evaluators.sagemaker_transform_job),
-    KindSpec(_SAGEMAKER, "ProcessingJob", "processingjobs", evaluators.sagemaker_processing_job),
-    KindSpec(_SAGEMAKER, "HostingDeployment", "hostingdeployments", evaluators.sagemaker_hosting_deployment),
+    KindSpec(_SAGEMAKER, "TrainingJob", "trainingjobs", sagemaker.sagemaker_training_job),
+    KindSpec(_SAGEMAKER, "HyperparameterTuningJob", "hyperparametertuningjobs", sagemaker.sagemaker_tuning_job),
+    KindSpec(_SAGEMAKER, "BatchTransformJob", "batchtransformjobs", sagemaker.sagemaker_transform_job),
+    KindSpec(_SAGEMAKER, "ProcessingJob", "processingjobs", sagemaker.sagemaker_processing_job),
+    KindSpec(_SAGEMAKER, "HostingDeployment", "hostingdeployments", sagemaker.sagemaker_hosting_deployment),
     KindSpec(
-        _SAGEMAKER, "HostingAutoscalingPolicy", "hostingautoscalingpolicies", evaluators.sagemaker_autoscaling_policy
+        _SAGEMAKER, "HostingAutoscalingPolicy", "hostingautoscalingpolicies", sagemaker.sagemaker_autoscaling_policy
     ),
     # ACK SageMaker controller
-    KindSpec(_ACK_SAGEMAKER, "TrainingJob", "trainingjobs", evaluators.ack_training_job),
-    KindSpec(_ACK_SAGEMAKER, "ProcessingJob", "processingjobs", evaluators.ack_processing_job),
-    KindSpec(_ACK_SAGEMAKER, "TransformJob", "transformjobs", evaluators.ack_transform_job),
-    KindSpec(_ACK_SAGEMAKER, "HyperParameterTuningJob", "hyperparametertuningjobs", evaluators.ack_tuning_job),
+    KindSpec(_ACK_SAGEMAKER, "TrainingJob", "trainingjobs", ack.ack_training_job),
+    KindSpec(_ACK_SAGEMAKER, "ProcessingJob", "processingjobs", ack.ack_processing_job),
+    KindSpec(_ACK_SAGEMAKER, "TransformJob", "transformjobs", ack.ack_transform_job),
+    KindSpec(_ACK_SAGEMAKER, "HyperParameterTuningJob", "hyperparametertuningjobs", ack.ack_tuning_job),
     # Azure ML: the status string of azure-ai-ml's Job, not a Kubernetes object.
-    KindSpec(None, AZURE_ML_KIND, None, evaluators.azure_ml_job),
+    KindSpec(None, AZURE_ML_KIND, None, azure_ml.azure_ml_job),
 )
 
 _BY_KEY: dict[tuple[str | None, str], KindSpec] = {(k.api_version, k.kind): k for k in KINDS}

@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from jobsync.model import Phase
+from jobsync.evaluation.phase import Phase
 
 PENDING_GROWTH = 0.25
 QUEUED_GROWTH = 0.05

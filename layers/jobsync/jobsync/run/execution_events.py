@@ -36,11 +36,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobsync import manifests
 from jobsync.errors import InvalidInput
-from jobsync.inputs import EXECUTION_ARN, parse
-from jobsync.kinds import KindSpec
-from jobsync.runs import Cluster, delete_if_ours, should_delete
+from jobsync.evaluation.kinds import KindSpec
+from jobsync.run import manifests
+from jobsync.run.cleanup import delete_if_ours, should_delete
+from jobsync.run.inputs import EXECUTION_ARN, parse
+from jobsync.run.loop import Cluster
 from jobsync.settings import Settings
 
 DETAIL_TYPE = "Step Functions Execution Status Change"

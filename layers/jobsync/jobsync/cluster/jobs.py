@@ -1,10 +1,10 @@
 """The few Kubernetes API calls jobsync makes, with its errors translated.
 
-One class over the official client (from jobsync.cluster, which also renews
-an expired EKS token and retries once on a 401). Every call has a timeout;
-every failure is mapped to the errors the state machine understands
-(jobsync.errors). Jobs and pods come
-back as plain dicts, as the API sends them.
+One class over the official client (``jobsync.cluster.connection``, which
+also renews an expired EKS token, retries once on a 401 and gives every call
+its default timeout). Every failure is mapped to the errors the state machine
+understands (``jobsync.cluster.errors``). Jobs and pods come back as plain
+dicts, as the API sends them.
 """
 
 from __future__ import annotations
@@ -13,34 +13,16 @@ import json
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
-import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch import Watch
 
-from jobsync.errors import (
-    ClusterAccessDenied,
-    ClusterAuthError,
-    ClusterRequestFailed,
-    InvalidInput,
-    JobConflict,
-    TransientClusterError,
-)
-from jobsync.kinds import KindSpec
+from jobsync.cluster.errors import TRANSPORT_ERRORS, api_message, from_api_exception, unreachable
+from jobsync.errors import JobConflict
+from jobsync.evaluation.kinds import KindSpec
+from jobsync.settings import REQUEST_TIMEOUT
 
 T = TypeVar("T")
-
-# (connect, read) seconds: a Lambda must never hang on a silent API server.
-REQUEST_TIMEOUT = (5, 20)
-
-
-def api_message(exc: ApiException) -> str:
-    """The message of a Kubernetes ``Status`` body, or the HTTP reason."""
-    try:
-        body = json.loads(exc.body or "")
-        return str(body.get("message") or exc.reason)
-    except (ValueError, AttributeError):
-        return str(exc.reason)
 
 
 class KubeJobs:
@@ -120,9 +102,9 @@ class KubeJobs:
                     return
                 yield event["type"], event["object"]
         except ApiException as exc:
-            raise translate(exc) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise TransientClusterError(f"Kubernetes API unreachable: {type(exc).__name__}") from None
+            raise from_api_exception(exc) from None
+        except TRANSPORT_ERRORS as exc:
+            raise unreachable(exc) from None
         finally:
             stream.close()  # hang up now, not when the garbage collector gets to it
 
@@ -152,7 +134,6 @@ class KubeJobs:
         handle: frozenset[int] | set[int] = frozenset(),
         **kwargs: Any,
     ) -> T:
-        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
         try:
             return fn(*args, **kwargs)
         except ApiException as exc:
@@ -160,26 +141,6 @@ class KubeJobs:
                 return None  # type: ignore[return-value]
             if exc.status in handle:
                 raise
-            raise translate(exc) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise TransientClusterError(f"Kubernetes API unreachable: {type(exc).__name__}") from None
-
-
-def translate(exc: ApiException) -> Exception:
-    """An ApiException as the jobsync error that says what to do about it."""
-    message = api_message(exc)
-    status = exc.status or 0
-    if status == 401:
-        return ClusterAuthError(f"Kubernetes API refused the credentials (401): {message}")
-    if status == 403:
-        return ClusterAccessDenied(
-            f"Kubernetes RBAC denied the request (403): {message}. "
-            "Grant it in the jobsync Role (manifests/rbac.yaml) bound to the Lambdas' group."
-        )
-    if status == 429 or status >= 500:
-        retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
-        hint = f", retry after {retry_after}s" if retry_after else ""
-        return TransientClusterError(f"Kubernetes API answered {status} ({exc.reason}){hint}: {message}")
-    if status in (400, 422):
-        return InvalidInput(f"the Kubernetes API rejected the job ({status} {exc.reason}): {message}")
-    return ClusterRequestFailed(f"Kubernetes API answered {status} ({exc.reason}): {message}")
+            raise from_api_exception(exc) from None
+        except TRANSPORT_ERRORS as exc:
+            raise unreachable(exc) from None

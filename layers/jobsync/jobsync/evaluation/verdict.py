@@ -4,7 +4,7 @@
 tests use. Bad input raises ``EvaluationError`` with a message that names
 what is wrong, never a KeyError or TypeError; malformed parts *inside*
 ``status`` are the evaluators' business and give UNKNOWN (see
-``jobsync.evaluators``).
+the family modules, over ``jobsync.evaluation.conditions``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
-from jobsync import kinds
-from jobsync.evaluators import timestamp_text
-from jobsync.model import Evaluation, EvaluationError, Phase
-
-NOT_FOUND = "NOT_FOUND"
+from jobsync.errors import EvaluationError
+from jobsync.evaluation import kinds
+from jobsync.evaluation.conditions import timestamp_text
+from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
 
 
 def evaluate(obj: Any) -> Evaluation:
@@ -126,10 +125,10 @@ def not_found(kind: str = "") -> dict[str, Any]:
     """The answer for a job that does not exist, shaped like ``Evaluation.to_dict()``.
 
     NOT_FOUND is not a ``Phase`` (the evaluator never sees such a job), but
-    it ends the loop like one (design.md, "The phase contract").
+    it ends the loop like one (docs/phases.md).
     """
     return {
-        "phase": NOT_FOUND,
+        "phase": str(LoopPhase.NOT_FOUND),
         "reason": "NotFound",
         "message": "the list returned no object: the job does not exist",
         "since": None,

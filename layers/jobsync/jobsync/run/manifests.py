@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from jobsync.errors import InvalidInput
-from jobsync.kinds import KindSpec
+from jobsync.evaluation.kinds import KindSpec
 from jobsync.settings import Settings
 
 MANAGED_BY = "app.kubernetes.io/managed-by"

@@ -1,0 +1,86 @@
+"""The jobsync command line: ``python -m jobsync <command> ...``.
+
+``evaluate FILE`` (``-`` for stdin) reads one object as JSON or YAML, in
+any form the Lambda accepts (the object, ``{"object": ...}``, an
+``eks:call`` response), and prints its evaluation as one JSON line. Exit
+status 0 means a verdict was printed (NOT_FOUND included); 2 means the input
+could not be evaluated, and the line printed is ``{"error": ..., "detail":
+...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from jobsync.errors import EvaluationError
+from jobsync.evaluation.verdict import evaluate_event
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def evaluate_text(text: str) -> tuple[int, dict[str, Any]]:
+    """Exit status and the JSON object to print for one input document.
+
+    YAML's safe loader also reads JSON. Never raises for any text.
+    """
+    try:
+        document = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as err:
+        # ValueError: YAML timestamps such as 2019-13-45 that are no dates.
+        return EXIT_BAD_INPUT, {"error": "unparseable", "detail": _one_line(err)}
+    try:
+        return EXIT_OK, evaluate_event(document)
+    except EvaluationError as err:
+        return EXIT_BAD_INPUT, {"error": "cannot evaluate", "detail": str(err)}
+
+
+def _read(path: str) -> str:
+    """The text of ``path``, or of stdin for ``-``."""
+    if path == "-":
+        return sys.stdin.buffer.read().decode("utf-8")
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    try:
+        text = _read(args.file)
+    except (OSError, UnicodeDecodeError) as err:
+        code, result = EXIT_BAD_INPUT, {"error": "unreadable", "detail": _one_line(err)}
+    else:
+        code, result = evaluate_text(text)
+    print(json.dumps(result))
+    return code
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; each command is a subparser whose ``func`` runs it."""
+    parser = argparse.ArgumentParser(prog="python -m jobsync", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    evaluate_cmd = commands.add_parser(
+        "evaluate", help="print the phase of a job object (JSON or YAML) as one JSON line"
+    )
+    evaluate_cmd.add_argument("file", metavar="FILE", help="the object, an eks:call response, or - for stdin")
+    evaluate_cmd.set_defaults(func=_cmd_evaluate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+"""The evaluator: one normalized phase from any job status jobsync knows (docs/phases.md).
+
+``phase`` (the contract), ``kinds`` (the registry), ``evaluate`` (the entry
+point), and one module per kind family: ``kubeflow``, ``trainer``, ``batch``,
+``sagemaker``, ``ack``, ``azure_ml``, over the readers in ``conditions``.
+"""
+
+from jobsync.errors import EvaluationError
+from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
+from jobsync.evaluation.verdict import evaluate, evaluate_event
+
+__all__ = ["Evaluation", "EvaluationError", "LoopPhase", "Phase", "evaluate", "evaluate_event"]

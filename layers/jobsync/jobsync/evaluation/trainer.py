@@ -1,0 +1,38 @@
+"""Kubeflow Trainer v2: TrainJob."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from jobsync.evaluation.conditions import Conditions, count, evaluator, from_condition, status_of, text
+from jobsync.evaluation.phase import Evaluation, Phase
+
+TYPES = frozenset({"Created", "Complete", "Failed", "Suspended"})
+
+
+@evaluator
+def trainer_v2(obj: Mapping[str, Any]) -> Evaluation:
+    """TrainJob (``trainer.kubeflow.org/v1alpha1``).
+
+    Complete or Failed end the job, then Suspended; otherwise it is RUNNING
+    while ``status.jobsStatus`` counts an active child Job, else PENDING.
+    A ``jobsStatus`` that is not a list, or entries that are not objects,
+    count as no active jobs.
+    """
+    status = status_of(obj)
+    conditions = Conditions.read(status)
+    if verdict := conditions.ended_or_suspended("Complete"):
+        return verdict
+
+    jobs = status.get("jobsStatus")
+    jobs = [j for j in jobs if isinstance(j, Mapping)] if isinstance(jobs, list) else []
+    active = [j for j in jobs if count(j.get("active")) > 0]
+    if active:
+        names = ", ".join(sorted(text(j.get("name")) or "?" for j in active))
+        return Evaluation(Phase.RUNNING, "JobsActive", f"active child jobs: {names}")
+    if unknown := conditions.unrecognised(TYPES):
+        return unknown
+    if "Created" in conditions.true:
+        return from_condition(Phase.PENDING, conditions.true["Created"])
+    return Evaluation(Phase.PENDING, "NoActiveJobs", "no child job is active yet")

@@ -1,0 +1,75 @@
+"""What the submit, status and cleanup steps share: the cluster they talk to, the kinds they
+may touch, and the next wait of a loop state.
+
+Each step (``jobsync.run.submit``, ``.poll``, ``.cleanup``) takes a parsed
+request, the cluster (``KubeJobs`` or anything with its methods) and the
+settings, and returns the next loop state. The handlers only parse, call one
+of them, and shape the output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import Any, Protocol
+
+from jobsync import clock
+from jobsync.errors import InvalidInput
+from jobsync.evaluation.kinds import KindSpec
+from jobsync.evaluation.phase import Phase
+from jobsync.run.inputs import JobRef, LoopState
+from jobsync.run.policy import PollState, budget_floor, next_wait
+from jobsync.settings import Settings
+
+
+class Cluster(Protocol):
+    def create(self, spec: KindSpec, obj: dict[str, Any]) -> dict[str, Any]: ...
+    def get(self, spec: KindSpec, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def delete(self, spec: KindSpec, namespace: str, name: str, uid: str | None = None) -> bool: ...
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+    def read_log(self, namespace: str, pod: str, container: str, limit_bytes: int) -> str: ...
+    def watch(
+        self, spec: KindSpec, namespace: str, name: str, resource_version: str, seconds: int
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]: ...
+
+
+def allowed_spec(job: JobRef, settings: Settings) -> KindSpec:
+    """The kind of a job this deployment may touch: in its namespace, of an allowed kind (as submit enforces)."""
+    if job.namespace != settings.namespace:
+        raise InvalidInput(
+            f"job.namespace: {job.namespace!r} is not allowed; this deployment runs jobs in {settings.namespace!r}"
+        )
+    spec = settings.allowed(job.apiVersion, job.kind)
+    if spec is None:
+        allowed = ", ".join(f"{s.api_version}/{s.kind}" for s in settings.allowed_kinds)
+        raise InvalidInput(f"job.kind: {job.apiVersion}/{job.kind} is not allowed here (allowed: {allowed})")
+    return spec
+
+
+def with_next_wait(state: LoopState, now: float, settings: Settings, watched: float = 0.0) -> LoopState:
+    """``state`` with ``waitSeconds`` from the policy (or, in watch mode, the poll budget alone)."""
+    if state.terminal:
+        return state.model_copy(update={"waitSeconds": 0})
+    poll_state = PollState(
+        phase=Phase(state.phase) if state.phase in Phase.__members__ else Phase.UNKNOWN,
+        now=now,
+        submitted_at=epoch(state.submittedAt),
+        phase_since=epoch(state.phaseSince),
+        deadline=epoch(state.deadline),
+        polls=state.polls,
+        expected_duration=state.expectedDurationSeconds,
+    )
+    if settings.watch_seconds:
+        # The watch did the waiting; the Wait state only keeps the poll budget.
+        floor = budget_floor(poll_state, settings.wait_bounds, settings.watch_seconds) - watched
+        wait = max(0, math.ceil(min(floor, poll_state.deadline - now)))
+    else:
+        wait = next_wait(poll_state, settings.wait_bounds)
+    return state.model_copy(update={"waitSeconds": wait})
+
+
+def epoch(timestamp: str) -> float:
+    value = clock.parse(timestamp)
+    if value is None:
+        raise InvalidInput(f"not an RFC 3339 timestamp: {timestamp!r}")
+    return value

@@ -1,0 +1,158 @@
+"""The status step: one look at the job, its verdict, why it is stuck or failed, and the next wait."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobsync import clock
+from jobsync.evaluation import evaluate
+from jobsync.evaluation.kinds import KindSpec
+from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
+from jobsync.run import diagnostics
+from jobsync.run.inputs import LoopState
+from jobsync.run.loop import Cluster, allowed_spec, epoch, with_next_wait
+from jobsync.settings import Settings
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The verdict, and what the pods say of it: findings, the failed container's log, and (when the
+    pods of a pending job were checked, ``stuck_checked``) since when they are stuck, None if they are not."""
+
+    verdict: Evaluation
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    log_tail: str | None = None
+    stuck_checked: bool = False
+    stuck_since: str | None = None
+
+
+def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
+    """One GET of the job, its verdict, why it is stuck or failed, and the next wait.
+
+    In watch mode (``settings.watch_seconds``) the GET is followed by a watch
+    on the job that returns as soon as its phase changes; the Wait state then
+    has (almost) nothing left to wait.
+    """
+    spec = allowed_spec(state.job, settings)
+    obj = cluster.get(spec, state.job.namespace, state.job.name)
+    watched = 0.0
+    if obj is not None and settings.watch_seconds:
+        obj, watched = _watch_for_change(cluster, spec, state, obj, settings)
+    now = clock.now()
+    since_submit = now - epoch(state.submittedAt)
+    explained = Explanation(Evaluation(Phase.PENDING, ""))
+    if obj is None and since_submit < settings.not_found_grace_seconds:
+        phase, reason, message = LoopPhase.PENDING, "NotVisibleYet", "the API does not show the job yet"
+    elif obj is None:
+        # Deleted by hand, or by a TTL after it ended between two polls.
+        phase, reason = LoopPhase.NOT_FOUND, "JobDeleted"
+        message = f"the job no longer exists (last seen {state.phase}); deleted by hand or by ttlSecondsAfterFinished"
+    else:
+        explained = _explain(evaluate(obj), obj, spec, state, now, since_submit, cluster, settings)
+        verdict = explained.verdict
+        phase, reason, message = LoopPhase.of(verdict.phase), verdict.reason, verdict.message
+
+    if not phase.terminal and now >= epoch(state.deadline):
+        reason, message = "DeadlineExceeded", f"the job was still {phase} at its deadline {state.deadline}"
+        phase = LoopPhase.TIMED_OUT
+    update: dict[str, Any] = {
+        "polls": state.polls + 1,
+        "phase": str(phase),
+        "reason": reason,
+        "message": message,
+        "terminal": phase.terminal,
+        "phaseSince": clock.isoformat(now) if phase != state.phase else state.phaseSince,
+        "diagnostics": explained.diagnostics,
+        "logTail": explained.log_tail,
+    }
+    if explained.stuck_checked:
+        update["stuckSince"] = explained.stuck_since
+    if phase == LoopPhase.RUNNING and not state.startedAt:
+        update["startedAt"] = clock.isoformat(now)
+    if phase.terminal:
+        update["finishedAt"] = clock.isoformat(now)
+    return with_next_wait(state.model_copy(update=update), now, settings, watched)
+
+
+def _watch_for_change(
+    cluster: Cluster, spec: KindSpec, state: LoopState, obj: dict[str, Any], settings: Settings
+) -> tuple[dict[str, Any] | None, float]:
+    """(the job as last seen, or None if it was deleted; seconds spent) after watching for a phase change.
+
+    A pending job is watched no longer than the pending wait, so the pod
+    diagnostics keep their pace; nothing is watched past the deadline.
+    """
+    started = clock.now()
+    before = evaluate(obj).phase
+    if before.terminal:
+        return obj, 0.0
+    hold = float(settings.watch_seconds)
+    if before in (Phase.PENDING, Phase.UNKNOWN):
+        hold = min(hold, settings.wait_bounds.pending_max_seconds)
+    hold = min(hold, epoch(state.deadline) - started)
+    if hold < 1:
+        return obj, 0.0
+    meta = obj.get("metadata") or {}
+    current: dict[str, Any] | None = obj
+    events = cluster.watch(spec, state.job.namespace, state.job.name, str(meta.get("resourceVersion", "")), int(hold))
+    with contextlib.closing(events):  # stop watching as soon as we know
+        for event_type, changed in events:
+            if event_type == "DELETED":
+                current = None
+                break
+            current = changed
+            if evaluate(changed).phase != before:
+                break
+    return current, clock.now() - started
+
+
+def _explain(
+    verdict: Evaluation,
+    obj: dict[str, Any],
+    spec: KindSpec,
+    state: LoopState,
+    now: float,
+    since_submit: float,
+    cluster: Cluster,
+    settings: Settings,
+) -> Explanation:
+    """Why a job is stuck or failed; a start that can never succeed ends as FAILED."""
+    if verdict.phase == Phase.PENDING and not obj.get("status") and since_submit > settings.operator_timeout_seconds:
+        return Explanation(
+            Evaluation(
+                Phase.FAILED,
+                "OperatorNotReconciling",
+                f"no status after {int(since_submit)}s: is the {spec.kind} operator installed and running?",
+                kind=spec.kind,
+            )
+        )
+    selector = spec.pod_selector(state.job.name)
+    if selector is None:
+        return Explanation(verdict)
+    if verdict.phase == Phase.PENDING and since_submit > settings.diagnose_after_seconds:
+        findings = diagnostics.pod_findings(cluster.list_pods(state.job.namespace, selector))
+        stuck = diagnostics.stuck_reason(findings)
+        if stuck is None:
+            return Explanation(verdict, findings, stuck_checked=True)
+        stuck_since = epoch(state.stuckSince) if state.stuckSince else now
+        if now - stuck_since >= settings.stuck_grace_seconds:
+            verdict = Evaluation(
+                Phase.FAILED,
+                str(stuck["reason"]),
+                f"pod {stuck['pod']} stuck for {int(now - stuck_since)}s: {stuck['message']}",
+                kind=spec.kind,
+            )
+        else:
+            verdict = Evaluation(verdict.phase, str(stuck["reason"]), str(stuck["message"]), verdict.since, spec.kind)
+        return Explanation(verdict, findings, stuck_checked=True, stuck_since=clock.isoformat(stuck_since))
+    if verdict.phase == Phase.FAILED:
+        pods = cluster.list_pods(state.job.namespace, selector)
+        failed = diagnostics.failed_container(pods)
+        log_tail = None
+        if failed:
+            log = cluster.read_log(state.job.namespace, failed[0], failed[1], settings.log_tail_bytes)
+            log_tail = diagnostics.tail(log, settings.log_tail_bytes) or None
+        return Explanation(verdict, diagnostics.pod_findings(pods), log_tail=log_tail)
+    return Explanation(verdict)

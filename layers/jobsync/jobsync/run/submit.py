@@ -1,0 +1,96 @@
+"""The submit step: create the job (or adopt the one this execution already created)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from jobsync import clock
+from jobsync.errors import InvalidInput, JobConflict
+from jobsync.evaluation import evaluate
+from jobsync.evaluation.kinds import KindSpec
+from jobsync.run import manifests
+from jobsync.run.inputs import JobRef, LoopState, SubmitRequest
+from jobsync.run.loop import Cluster, with_next_wait
+from jobsync.settings import Settings
+
+TemplateFetcher = Callable[[str], str]
+
+
+def submit(request: SubmitRequest, cluster: Cluster, settings: Settings, fetch_template: TemplateFetcher) -> LoopState:
+    """Create the job (or adopt the one this execution already created) and return the first loop state."""
+    namespace = request.namespace or settings.namespace
+    if namespace != settings.namespace:
+        raise InvalidInput(
+            f"namespace: {namespace!r} is not allowed; this deployment runs jobs in {settings.namespace!r}"
+        )
+    timeout = request.timeoutSeconds or settings.default_timeout_seconds
+    if timeout > settings.max_timeout_seconds:
+        raise InvalidInput(f"timeoutSeconds: {timeout} is over the maximum of {settings.max_timeout_seconds}")
+    if request.job is not None:
+        manifest, source = request.job, "job"
+    else:
+        source = "jobTemplate"
+        text = fetch_template(_checked_template_uri(request.jobTemplate or "", settings))
+        manifest = manifests.load_manifest(manifests.render_template(text, request.parameters), source)
+    obj = manifests.prepare(manifest, request.execution, namespace, settings)
+    spec = manifests.check_kind(obj, settings)
+
+    try:
+        created = cluster.create(spec, obj)
+    except ApiException as exc:  # 409: ours from a retried submit, or someone else's
+        created = _adopt(cluster, spec, obj, request.execution, exc)
+
+    now = clock.now()
+    verdict = evaluate(created)
+    state = LoopState(
+        job=_ref(created, spec),
+        execution=request.execution,
+        cleanup=request.cleanup,
+        submittedAt=clock.isoformat(now),
+        deadline=clock.isoformat(now + timeout),
+        expectedDurationSeconds=request.expectedDurationSeconds,
+        phase=str(verdict.phase),
+        reason=verdict.reason,
+        message=verdict.message,
+        terminal=verdict.terminal,
+        phaseSince=clock.isoformat(now),
+    )
+    return with_next_wait(state, now, settings)
+
+
+def _adopt(cluster: Cluster, spec: KindSpec, obj: dict[str, Any], execution: str, exc: ApiException) -> dict[str, Any]:
+    meta = obj["metadata"]
+    existing = cluster.get(spec, meta["namespace"], meta["name"])
+    if existing is None:  # deleted between our create and get: a retry will create it
+        raise exc
+    labels = (existing.get("metadata") or {}).get("labels") or {}
+    if labels.get(manifests.EXECUTION_LABEL) != manifests.execution_label(execution):
+        raise JobConflict(
+            f"{spec.kind} {meta['namespace']}/{meta['name']} already exists and was not created by this execution"
+        )
+    return existing
+
+
+def _checked_template_uri(uri: str, settings: Settings) -> str:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    if settings.template_bucket and bucket != settings.template_bucket:
+        raise InvalidInput(
+            f"jobTemplate: bucket {bucket!r} is not allowed (templates live in {settings.template_bucket!r})"
+        )
+    if settings.template_prefix and not key.startswith(settings.template_prefix):
+        raise InvalidInput(f"jobTemplate: key must start with {settings.template_prefix!r}")
+    return uri
+
+
+def _ref(obj: dict[str, Any], spec: KindSpec) -> JobRef:
+    meta = obj.get("metadata") or {}
+    return JobRef(
+        apiVersion=spec.api_version or "",
+        kind=spec.kind,
+        namespace=meta["namespace"],
+        name=meta["name"],
+        uid=meta.get("uid"),
+    )
