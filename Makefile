@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SCENARIO ?= success
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future demo lint format bench validate build clean
+.PHONY: test test-future package-check demo lint format bench validate build clean
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,13 @@ format: $(STAMP)
 ## Detection delay and cost against the fixed 10-minute loop; regenerates docs/performance.md.
 bench: $(STAMP)
 	PYTHONPATH=layers/jobsync:. $(BIN)/python -m bench
+
+## pip install . into a fresh virtual environment, then run its jobsync command.
+package-check:
+	rm -rf build/package-check && $(PYTHON) -m venv build/package-check
+	build/package-check/bin/python -m pip install --quiet .
+	build/package-check/bin/jobsync evaluate events/evaluate-pytorchjob-succeeded-index5.json
+	rm -rf build/package-check layers/jobsync/*.egg-info
 
 $(SAM_VENV)/bin/sam:
 	$(PYTHON) -m venv $(SAM_VENV)

@@ -1,4 +1,4 @@
-"""The jobsync command line: ``python -m jobsync <command> ...``.
+"""The jobsync command line: ``jobsync <command> ...`` (or ``python -m jobsync``).
 
 ``evaluate FILE`` (``-`` for stdin) reads one object as JSON or YAML, in
 any form the Lambda accepts (the object, ``{"object": ...}``, an
@@ -66,7 +66,7 @@ def _one_line(err: BaseException) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser; each command is a subparser whose ``func`` runs it."""
-    parser = argparse.ArgumentParser(prog="python -m jobsync", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="jobsync", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     evaluate_cmd = commands.add_parser(
