@@ -27,8 +27,8 @@ MAX_WATCH_SECONDS = 840
 # (connect, read) seconds, for every call that passes no timeout: a Lambda
 # must never hang on a silent API server.
 REQUEST_TIMEOUT = (5.0, 20.0)
-MODES = ("eks", "kubeconfig", "url")
-Mode = Literal["eks", "kubeconfig", "url"]
+MODES = ("eks", "kubeconfig", "incluster", "url")
+Mode = Literal["eks", "kubeconfig", "incluster", "url"]
 
 # The environment ``from_env`` reads; None: the process's.
 _environment: ContextVar[Mapping[str, str] | None] = ContextVar("jobsync_environment", default=None)
@@ -254,4 +254,6 @@ class ClusterSettings(_FromEnvironment):
             return f"kubeconfig context {self.context or '(current)'}"
         if self.mode == "url":
             return "local API (url mode)"
+        if self.mode == "incluster":
+            return "this cluster (in-cluster)"
         return self.cluster_name or "(unnamed)"

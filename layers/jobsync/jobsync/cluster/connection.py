@@ -9,6 +9,8 @@ Modes (``JOBSYNC_CLUSTER_MODE``):
   ``aws eks get-token`` exec entry): ``KUBECONFIG`` (the client's default when
   unset) and optionally ``JOBSYNC_KUBE_CONTEXT``. The mode to prefer for
   anything that should exercise TLS and auth, the local harness included.
+- ``incluster`` (the notifier, running in the cluster): the pod's service
+  account, as ``kubectl`` inside a pod would use it.
 - ``url``: ``JOBSYNC_KUBE_URL`` (e.g. ``http://127.0.0.1:8001``), no auth, no
   CA. Only for a local emulator or ``kubectl proxy``.
 
@@ -65,7 +67,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config import load_kube_config
+from kubernetes.config import load_incluster_config, load_kube_config
 from kubernetes.config.config_exception import ConfigException
 
 from jobsync.cluster import eks_token
@@ -208,6 +210,16 @@ def _build(settings: ClusterSettings) -> _Entry:
                 load_kube_config(settings.kubeconfig, settings.context, client_configuration=cfg, persist_config=False)
             except (ConfigException, OSError) as exc:
                 raise _error(ClusterConfigError, settings.label, f"cannot load the kubeconfig: {exc}") from None
+
+        reauth()
+    elif settings.mode == "incluster":
+
+        def reauth() -> None:
+            # The pod's service-account token is rotated; the loader re-reads the file when it is due.
+            try:
+                load_incluster_config(client_configuration=cfg, try_refresh_token=True)
+            except (ConfigException, OSError) as exc:
+                raise _error(ClusterConfigError, settings.label, f"not running in a pod: {exc}") from None
 
         reauth()
     else:

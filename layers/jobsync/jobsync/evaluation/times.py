@@ -1,0 +1,66 @@
+"""A job's own times, read from its status: when it was created, started and finished.
+
+The loop notices a change at its next look; these are when the change
+happened, as the job's controller recorded it. Each family keeps them in
+different fields, so the first one present wins:
+
+- started: ``status.startTime`` (Kubeflow v1, batch/v1), the ACK job's
+  ``*StartTime``; else the ``lastTransitionTime`` of a True ``Running``
+  condition;
+- finished (only once the job has ended): ``status.completionTime``, the ACK
+  job's ``*EndTime``; else the deciding condition's time (``Evaluation.since``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jobsync.evaluation.conditions import timestamp_text
+from jobsync.evaluation.phase import Evaluation
+
+_STARTED = ("startTime", "trainingStartTime", "processingStartTime", "transformStartTime")
+_FINISHED = (
+    "completionTime",
+    "trainingEndTime",
+    "processingEndTime",
+    "transformEndTime",
+    "hyperParameterTuningEndTime",
+)
+
+
+@dataclass(frozen=True)
+class JobTimes:
+    created: str | None = None
+    started: str | None = None
+    finished: str | None = None
+
+
+def job_times(obj: Mapping[str, Any], evaluation: Evaluation) -> JobTimes:
+    """The times ``obj`` says of itself (RFC 3339 strings, None when it does not say)."""
+    metadata = obj.get("metadata")
+    status = obj.get("status")
+    created = timestamp_text(metadata.get("creationTimestamp")) if isinstance(metadata, Mapping) else None
+    if not isinstance(status, Mapping):
+        return JobTimes(created)
+    started = _first(status, _STARTED) or _running_since(status)
+    finished = (_first(status, _FINISHED) or evaluation.since) if evaluation.terminal else None
+    return JobTimes(created, started, finished)
+
+
+def _first(status: Mapping[str, Any], fields: tuple[str, ...]) -> str | None:
+    return next((t for name in fields if (t := timestamp_text(status.get(name)))), None)
+
+
+def _running_since(status: Mapping[str, Any]) -> str | None:
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    times = sorted(
+        t
+        for c in conditions
+        if isinstance(c, Mapping) and c.get("type") == "Running" and c.get("status") in ("True", True)
+        if (t := timestamp_text(c.get("lastTransitionTime")))
+    )
+    return times[0] if times else None
