@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 SCENARIO ?= success
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check demo lint format bench validate build clean
+.PHONY: test test-future package-check rbac demo lint format bench validate build clean
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,14 @@ format: $(STAMP)
 ## Detection delay and cost against the fixed 10-minute loop; regenerates docs/performance.md.
 bench: $(STAMP)
 	PYTHONPATH=layers/jobsync:. $(BIN)/python -m bench
+
+NAMESPACE ?= ml-training
+KINDS ?= PyTorchJob
+GROUP ?= jobsync
+
+## The Kubernetes RBAC for a deployment: make rbac NAMESPACE=... KINDS=... [WATCH=1] [NOTIFIER=1] | kubectl apply -f -
+rbac: $(STAMP)
+	@PYTHONPATH=layers/jobsync $(BIN)/python -m jobsync rbac --namespace $(NAMESPACE) --kinds $(KINDS) --group $(GROUP) $(if $(WATCH),--watch) $(if $(NOTIFIER),--notifier)
 
 ## pip install . into a fresh virtual environment, then run its jobsync command.
 package-check:

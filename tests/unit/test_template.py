@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import yaml
+
 from jobsync.settings import ClusterSettings, Settings
 from tests.cfn import load_template
 
@@ -121,3 +123,29 @@ def test_every_error_the_state_machine_retries_or_names_exists():
         "Runtime.ExitError",
         "Sandbox.Timedout",
     }
+
+
+def test_the_shipped_rbac_is_the_rendering_for_the_template_defaults():
+    from jobsync import rbac
+    from jobsync.settings import parse_allowed_kinds
+
+    params = TEMPLATE["Parameters"]
+    kinds = parse_allowed_kinds(params["AllowedKinds"]["Default"])
+    rendered = rbac.lambdas(params["Namespace"]["Default"], kinds, watch=params["WatchSeconds"]["Default"] > 0)
+    shipped = list(yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()))
+    assert shipped == rendered
+
+
+def test_rbac_groups_kinds_by_their_real_api_group():
+    from jobsync import rbac
+    from jobsync.settings import parse_allowed_kinds
+
+    role, _ = rbac.lambdas("ns", parse_allowed_kinds("PyTorchJob,TFJob,Job,TrainJob,TrainingJob"), watch=True)
+    by_group = {rule["apiGroups"][0]: rule for rule in role["rules"]}
+    assert by_group["kubeflow.org"]["resources"] == ["pytorchjobs", "tfjobs"]
+    assert by_group["batch"]["resources"] == ["jobs"]
+    assert by_group["trainer.kubeflow.org"]["resources"] == ["trainjobs"]
+    assert by_group["sagemaker.aws.amazon.com"]["resources"] == ["trainingjobs"]
+    assert by_group["sagemaker.services.k8s.aws"]["resources"] == ["trainingjobs"]
+    assert by_group["batch"]["verbs"] == ["create", "get", "delete", "watch"]
+    assert by_group[""]["resources"] in (["pods"], ["pods/log"])
