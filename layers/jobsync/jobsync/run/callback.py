@@ -1,0 +1,146 @@
+"""Callback mode: the execution waits on a task token, and the notifier's event resumes it.
+
+``arm`` runs in the Await task (``lambda:invoke.waitForTaskToken``): it
+stores the token with the loop state, keyed by execution, and *then* looks at
+the job once, so a job that ended before the token was stored resumes at
+once; otherwise the execution waits, with no transitions, until ``resume``
+or the task's timeout (the loop state's ``waitSeconds``: the policy's wait
+while the job starts, so stuck pods are still noticed in minutes, and the
+safety interval once it runs).
+
+``resume`` runs on a terminal "Job Phase Changed" event: it looks the token
+up, takes one ordinary poll (the verdict, pod diagnostics and log tail exactly
+as in poll mode), and hands a loop state that ended to ``SendTaskSuccess``.
+An event for an execution that waits for nothing, for a job that is not the
+one the execution created, or whose token was already used (the task timed
+out and the safety poll took over) changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from jobsync import clock
+from jobsync.run.inputs import LoopState
+from jobsync.run.loop import Cluster, epoch
+from jobsync.run.poll import poll
+from jobsync.settings import Settings
+
+# What SendTaskSuccess answers for a token that can no longer be used.
+USED_TOKEN_ERRORS = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
+# Tokens outlive the deadline by a day, then DynamoDB's TTL removes them.
+TOKEN_TTL_AFTER_DEADLINE = 86_400
+
+
+class TaskTokens(Protocol):
+    """The Step Functions calls this needs (a boto3 ``stepfunctions`` client has them)."""
+
+    def send_task_success(self, *, taskToken: str, output: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Waiting:
+    token: str
+    state: LoopState
+
+
+class TokenStore:
+    """Task tokens by execution, in the stack's DynamoDB table (``pk`` ``token#<execution ARN>``)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    @staticmethod
+    def _key(execution: str) -> dict[str, str]:
+        return {"pk": f"token#{execution}"}
+
+    def put(self, state: LoopState, token: str) -> None:
+        expires = int(epoch(state.deadline)) + TOKEN_TTL_AFTER_DEADLINE
+        item = {**self._key(state.execution or ""), "token": token, "state": state.model_dump_json(), "ttl": expires}
+        self._table.put_item(Item=item)
+
+    def get(self, execution: str) -> Waiting | None:
+        item = self._table.get_item(Key=self._key(execution), ConsistentRead=True).get("Item")
+        if not item:
+            return None
+        return Waiting(str(item["token"]), LoopState.model_validate_json(str(item["state"])))
+
+    def update(self, state: LoopState, token: str) -> None:
+        """Keep the latest loop state for the same token (stuck-since, phase-since, polls)."""
+        self.put(state, token)
+
+    def delete(self, execution: str, token: str) -> None:
+        """Forget the token, unless a newer one (the wait re-armed) replaced it meanwhile."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self._table.delete_item(
+                Key=self._key(execution),
+                ConditionExpression="#t = :token",
+                ExpressionAttributeNames={"#t": "token"},
+                ExpressionAttributeValues={":token": token},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+
+
+def deliver(tokens: TaskTokens, token: str, state: LoopState) -> bool:
+    """SendTaskSuccess with the loop state; False when the token was already used (harmless)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        tokens.send_task_success(taskToken=token, output=json.dumps(state.model_dump(exclude_none=True)))
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in USED_TOKEN_ERRORS:
+            return False
+        raise
+    return True
+
+
+def arm(
+    state: LoopState, token: str, cluster: Cluster, settings: Settings, store: TokenStore, tokens: TaskTokens
+) -> LoopState:
+    """Store the token, then look once; a job that already ended resumes the execution now."""
+    store.put(state, token)
+    new = poll(state, cluster, settings)
+    if new.terminal:
+        deliver(tokens, token, new)
+        store.delete(state.execution or "", token)
+    else:
+        store.update(new, token)
+    return new
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What one event did: ``resumed`` the execution, or why not."""
+
+    resumed: bool
+    why: str
+    state: LoopState | None = None
+
+
+def resume(
+    detail: dict[str, Any], cluster: Cluster, settings: Settings, store: TokenStore, tokens: TaskTokens
+) -> Resumed:
+    execution = detail.get("executionArn")
+    if not isinstance(execution, str) or not execution:
+        return Resumed(False, "the event names no execution")
+    waiting = store.get(execution)
+    if waiting is None:
+        return Resumed(False, "no execution waits for this job (already resumed, or polled to its end)")
+    job = detail.get("job") if isinstance(detail.get("job"), dict) else {}
+    if waiting.state.job.uid and job.get("uid") != waiting.state.job.uid:
+        return Resumed(False, "the event is about another job than the one this execution created")
+    new = poll(waiting.state, cluster, settings)
+    if not new.terminal:
+        store.update(new, waiting.token)
+        return Resumed(False, f"the job is {new.phase} when looked at: the event was stale", new)
+    delivered = deliver(tokens, waiting.token, new)
+    store.delete(execution, waiting.token)
+    if not delivered:
+        return Resumed(False, "the token was already used (the safety poll took over)", new)
+    return Resumed(True, f"resumed at {clock.isoformat(clock.now())}", new)
