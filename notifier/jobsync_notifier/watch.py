@@ -157,8 +157,8 @@ class KindWatcher:
         self._report(PhaseChange.of(obj, self.spec, evaluation, job_times(obj, evaluation)))
 
     def _vanished(self, obj: dict[str, Any]) -> None:
-        uid = (obj.get("metadata") or {}).get("uid")
-        last = self._phases.pop(uid, None) if uid else None
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        last = self._phases.pop(uid, None)
         self._seen.pop(uid, None)
         if last is None or last in (Phase.SUCCEEDED, Phase.FAILED, Phase.STOPPED):
             return  # an ended job that cleanup (or its TTL) removed: nothing new to say

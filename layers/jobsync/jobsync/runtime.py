@@ -48,9 +48,10 @@ def fetch_template(uri: str) -> str:
             ) from None
         raise
     try:
-        return body.decode("utf-8")
+        text: str = body.decode("utf-8")  # bytes from an untyped client
     except UnicodeDecodeError:
         raise InvalidInput(f"jobTemplate: {uri} is not UTF-8 text") from None
+    return text
 
 
 def reset() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
@@ -58,7 +58,7 @@ class _FromEnvironment(BaseSettings):
         return (init_settings, env_settings if env is None else _MappingSource(settings_cls, env))
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Any:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
         """The settings from ``env`` (the process's environment by default)."""
         token = _environment.set(dict(os.environ if env is None else env))
         try:

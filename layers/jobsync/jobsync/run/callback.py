@@ -132,7 +132,8 @@ def resume(
     waiting = store.get(execution)
     if waiting is None:
         return Resumed(False, "no execution waits for this job (already resumed, or polled to its end)")
-    job = detail.get("job") if isinstance(detail.get("job"), dict) else {}
+    job = detail.get("job")
+    job = job if isinstance(job, dict) else {}
     if waiting.state.job.uid and job.get("uid") != waiting.state.job.uid:
         return Resumed(False, "the event is about another job than the one this execution created")
     new = poll(waiting.state, cluster, settings)
