@@ -372,7 +372,7 @@ def markdown(results: dict[str, Any], png_name: str) -> str:
         "",
         lambda_table(results),
         "",
-        "The status handler ran against the in-process Kubernetes API (harness/kubeapi.py) over loopback HTTP, "
+        "The status handler ran against the in-process Kubernetes API (harness/kubeapi/) over loopback HTTP, "
         "with POWERTOOLS_TRACE_DISABLED=true and INFO logging as template.yaml sets it; the bare GET is "
         "`CustomObjectsApi.get_namespaced_custom_object` on a plain `kubernetes` client, timed alternately "
         "with the handler in the same fresh process. Import times are `python -c` in fresh processes, "

@@ -1,0 +1,368 @@
+"""The hooks into moto's Step Functions interpreter, one function per patch, applied in :data:`HOOKS` order.
+
+Each hook is ``hook(harness, patch)``: it patches moto (or jsonata-python) through
+``patch(target, attribute, value)``, which undoes the patch when the harness closes.
+Each docstring says which moto behaviour it corrects, and what the service does
+instead; ``tests/integration/test_sfn_harness.py`` checks them against that.
+They are written against the versions :mod:`harness.sfn.pins` requires.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import types
+from collections.abc import Callable
+from contextlib import ExitStack
+from datetime import UTC, datetime, timezone
+from typing import TYPE_CHECKING, Any
+from unittest import mock
+
+import jsonata
+import jsonata.timebox
+from botocore.exceptions import ClientError
+from moto.awslambda.models import LambdaFunction
+from moto.core.exceptions import JsonRESTError
+from moto.stepfunctions.parser import models as parser_models
+from moto.stepfunctions.parser.api import EvaluationFailedEventDetails, HistoryEventType
+from moto.stepfunctions.parser.asl.component import eval_component
+from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    FailureEvent,
+    FailureEventException,
+)
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import StatesErrorNameType
+from moto.stepfunctions.parser.asl.component.common.retry import jitter_strategy_decl, retrier_decl
+from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringJSONata
+from moto.stepfunctions.parser.asl.component.program.program import Program
+from moto.stepfunctions.parser.asl.component.state import state as state_module
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
+from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+from moto.stepfunctions.parser.asl.eval import states as states_module
+from moto.stepfunctions.parser.asl.eval import variable_store as variable_store_module
+from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
+from moto.stepfunctions.parser.backend import execution as execution_module
+from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+from harness.clock import VirtualClock
+
+if TYPE_CHECKING:
+    from harness.sfn.service import LocalStepFunctions
+
+Patch = Callable[[Any, str, Any], None]
+Hook = Callable[["LocalStepFunctions", Patch], None]
+
+
+# --------------------------------------------------------------------- JSONata
+
+
+def evaluate_jsonata(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Evaluate JSONata with jsonata-python.
+
+    moto composes each expression with its variables as JSONata literals and
+    hands the text to an evaluator it leaves unset (upstream it is a JVM bridge).
+    """
+    patch(moto_jsonata, "_eval_jsonata", _evaluate_jsonata)
+
+
+def encode_variables_as_json(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Write every variable into the expression as JSON.
+
+    moto writes string variables as ``f'"{value}"'``, unescaped: a quote, a backslash
+    or a newline in any ``$states`` value or Assign'd string breaks the expression.
+    JSON is valid JSONata, so the values arrive as the service passes them.
+    """
+    for module in (moto_jsonata, states_module, variable_store_module):
+        patch(module, "encode_jsonata_variable_declarations", _encode_jsonata_variable_declarations)
+
+
+def jsonata_errors_are_query_evaluation_errors(harness: LocalStepFunctions, patch: Patch) -> None:
+    """A JSONata runtime error fails the state with States.QueryEvaluationError.
+
+    That is what AWS does (catchable, with an EvaluationFailed event); in moto the
+    error escapes as a Python exception and becomes States.Runtime.
+    """
+    original = StringJSONata._eval_body
+
+    def string_jsonata_eval_body(component: StringJSONata, env: Any) -> None:
+        try:
+            original(component, env)
+        except moto_jsonata.JSONataException as exc:
+            raise _query_evaluation_error(env, component.expression, exc) from exc
+
+    patch(StringJSONata, "_eval_body", string_jsonata_eval_body)
+
+
+def jsonata_now_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """``$now()`` and ``$millis()`` read the service clock, which here is the virtual one (not the wall clock)."""
+    clock = harness.clock
+    patch(jsonata.timebox.Timebox, "current_milli_time", staticmethod(lambda: int(clock.now() * 1000)))
+
+
+# --------------------------------------------------------------------- Lambda
+
+
+def lambda_runs_in_process(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Run the functions the harness maps in-process, where moto would start a Docker container.
+
+    ``lambda:invoke`` (and a bare function ARN as Resource) reach moto's Lambda backend
+    through a real Invoke call, so ARNs, qualifiers and ResourceNotFoundException stay
+    moto's; only the function's code runs here (see ``InProcessLambdas._invoke``).
+    Unmapped functions go to moto as before.
+    """
+    original = LambdaFunction.invoke
+
+    def lambda_invoke(function: LambdaFunction, body: Any, request_headers: Any, response_headers: Any) -> Any:
+        handler = harness.handlers.get(function.function_name)
+        if handler is None:
+            return original(function, body, request_headers, response_headers)
+        try:
+            return harness._invoke(function, handler, body, response_headers)
+        except JsonRESTError:
+            raise  # an injected service error: Step Functions sees Lambda.<Code>
+        except BaseException as exc:  # handler errors are caught inside; this is a harness or callback bug
+            harness.internal_errors.append(exc)
+            raise
+
+    patch(LambdaFunction, "invoke", lambda_invoke)
+
+
+def reuse_lambda_clients(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Speed only: reuse one boto3 client per (region, service).
+
+    moto builds a new boto3 Lambda client for every task (~17 ms, a third of a poll iteration).
+    """
+    clients: dict[tuple[str, str], Any] = {}
+    original = lambda_eval_utils.boto_client_for
+
+    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        with harness._lock:
+            if (region, service) not in clients:
+                clients[region, service] = original(region, service, state_credentials)
+            return clients[region, service]
+
+    patch(lambda_eval_utils, "boto_client_for", boto_client_for)
+
+
+# --------------------------------------------------------------------- Wait states and Retry
+
+
+def wait_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """A Wait state moves the virtual clock (and is recorded) instead of blocking on the wall clock.
+
+    A StopExecution during the Wait ends it there, as in the service.
+    """
+    patch(WaitFunction, "_wait_interval", lambda wait_fn, env, wait_seconds: harness._wait_state(env, wait_seconds))
+
+
+def wait_timestamp_in_utc(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Wait ``Timestamp``: wait until that instant, to the sub-second.
+
+    moto compares the UTC timestamp with the naive *local* ``datetime.now()`` (wrong
+    outside UTC) and truncates to whole seconds.
+    """
+    clock = harness.clock
+
+    def timestamp_wait_seconds(wait_fn: Timestamp, env: Any) -> float:
+        wait_fn.string.eval(env=env)
+        text = env.stack.pop()
+        parsed = wait_fn._from_timestamp_string(timestamp=text)
+        if parsed is None:
+            raise FailureEventException(wait_fn._create_failure_event(env, text))
+        return parsed.replace(tzinfo=UTC).timestamp() - clock.now()
+
+    patch(Timestamp, "_get_wait_seconds", timestamp_wait_seconds)
+
+
+def retry_backoff_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Retry back-off sleeps on the virtual clock (and is recorded in ``retry_sleeps``).
+
+    moto computes the delay as the service does (IntervalSeconds x BackoffRate^n,
+    MaxDelaySeconds, JitterStrategy) but sleeps it with ``time.sleep``.
+    """
+    patch(retrier_decl, "time", types.SimpleNamespace(sleep=harness._retry_sleep))
+
+
+def seeded_full_jitter(harness: LocalStepFunctions, patch: Patch) -> None:
+    """``JitterStrategy: FULL`` draws from a generator seeded with ``jitter_seed``, so runs repeat.
+
+    moto draws from the process-wide ``random``; the bounds stay the service's.
+    """
+    patch(jitter_strategy_decl, "random", random.Random(harness.jitter_seed))
+
+
+# --------------------------------------------------------------------- timestamps and execution time
+
+
+def dates_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """``Execution.StartTime``, ``State.EnteredTime``, startDate and stopDate come from the virtual clock.
+
+    moto reads ``datetime.now()``; the context object also shows them as AWS
+    does, ``2025-01-01T00:00:00.000Z``, where moto prints Python's isoformat.
+    """
+    virtual_datetime = _virtual_datetime_module(harness.clock)
+    for module in (state_module, parser_models, execution_module):
+        patch(module, "datetime", virtual_datetime)
+
+
+def history_timestamps_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Execution history events carry virtual-clock timestamps (moto stamps them with the wall clock)."""
+    clock = harness.clock
+    patch(EventManager, "_get_current_timestamp", staticmethod(lambda: datetime.fromtimestamp(clock.now(), UTC)))
+
+
+def execution_timeout_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """An execution's ``TimeoutSeconds`` counts virtual time.
+
+    moto runs the program in a thread and joins it with a wall-clock timeout. Here
+    it runs in the execution thread, and the virtual clock times it out when it
+    reaches the deadline (see ``LocalStepFunctions._advance``), as the service does.
+    """
+    clock = harness.clock
+
+    def program_eval(program: Program, env: Any) -> None:
+        if program.timeout_seconds and not env.is_frame():
+            harness._deadlines[id(env)] = (env, clock.now() + program.timeout_seconds.timeout_seconds)
+        try:
+            env.next_state_name = program.start_at.start_at_name
+            eval_component.EvalComponent.eval(program, env)
+        finally:
+            harness._deadlines.pop(id(env), None)
+
+    patch(Program, "eval", program_eval)
+
+
+# --------------------------------------------------------------------- failures of the interpreter itself
+
+
+def execution_thread_crashes_are_kept(harness: LocalStepFunctions, patch: Patch) -> None:
+    """An exception that kills the execution thread is kept for ``wait()`` to raise.
+
+    In moto it dies silently and the execution stays RUNNING forever. The hook also
+    signals the end of every execution, so ``wait()`` needs no polling.
+    """
+    original = ExecutionWorker._execution_logic
+
+    def execution_logic(worker: ExecutionWorker) -> None:
+        arn = worker._evaluation_details.execution_details.arn
+        try:
+            original(worker)
+        except BaseException as exc:
+            harness._crashes[arn] = exc
+        finally:
+            harness._done_event(arn).set()
+
+    patch(ExecutionWorker, "_execution_logic", execution_logic)
+
+
+def state_exceptions_are_kept(harness: LocalStepFunctions, patch: Patch) -> None:
+    """A Python exception inside a state is kept in ``internal_errors`` for ``wait()`` to raise (strict).
+
+    A moto or harness bug, or a clock callback that raised, is logged here and then
+    turned into States.Runtime by moto, which a Catch on States.ALL would hide.
+    Exceptions moto raises on purpose (its own types, and ClientErrors from service
+    calls such as an injected Lambda error) are how states fail, and are not kept.
+    """
+    original = eval_component.EvalComponent._log_exception
+
+    def log_exception(component: Any, exception: Exception) -> None:
+        expected = isinstance(exception, ClientError) or type(exception).__module__.startswith(
+            "moto.stepfunctions.parser"
+        )
+        if not expected and not any(exception is seen for seen in harness.internal_errors):
+            harness.internal_errors.append(exception)
+        original(component, exception)
+
+    patch(eval_component.EvalComponent, "_log_exception", log_exception)
+
+
+HOOKS: tuple[Hook, ...] = (
+    evaluate_jsonata,
+    encode_variables_as_json,
+    jsonata_errors_are_query_evaluation_errors,
+    jsonata_now_on_virtual_clock,
+    lambda_runs_in_process,
+    reuse_lambda_clients,
+    wait_on_virtual_clock,
+    wait_timestamp_in_utc,
+    retry_backoff_on_virtual_clock,
+    seeded_full_jitter,
+    dates_on_virtual_clock,
+    history_timestamps_on_virtual_clock,
+    execution_timeout_on_virtual_clock,
+    execution_thread_crashes_are_kept,
+    state_exceptions_are_kept,
+)
+
+
+def install(harness: LocalStepFunctions, stack: ExitStack, hooks: tuple[Hook, ...] = HOOKS) -> None:
+    """Apply ``hooks`` in order; closing ``stack`` undoes every patch."""
+
+    def patch(target: Any, attribute: str, value: Any) -> None:
+        stack.enter_context(mock.patch.object(target, attribute, value))
+
+    for hook in hooks:
+        hook(harness, patch)
+
+
+# --------------------------------------------------------------------- helpers
+
+
+def _evaluate_jsonata(expression: str) -> Any:
+    try:
+        return jsonata.Jsonata(expression).evaluate(None)
+    except Exception as exc:
+        raise moto_jsonata.JSONataException(getattr(exc, "error", type(exc).__name__), str(exc)) from exc
+
+
+def _json_default(value: Any) -> Any:
+    # What moto's own encoder does with non-JSON values: dates as ISO text, the rest as str().
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _encode_jsonata_variable_declarations(bindings: dict[str, Any]) -> str:
+    return "".join(
+        f"{name}:={json.dumps(value, ensure_ascii=False, separators=(',', ':'), default=_json_default)};"
+        for name, value in bindings.items()
+    )
+
+
+def _query_evaluation_error(env: Any, expression: str, exc: Any) -> FailureEventException:
+    error_name = StatesErrorName(typ=StatesErrorNameType.StatesQueryEvaluationError)
+    cause = (
+        f"The JSONata expression '{expression}' specified for the field '{env.next_field_name}' "
+        f"threw an error during evaluation. {exc.details}"
+    )
+    details = EventDetails(
+        evaluationFailedEventDetails=EvaluationFailedEventDetails(error=error_name.error_name, cause=cause)
+    )
+    failure = FailureEventException(
+        FailureEvent(
+            env=env, error_name=error_name, event_type=HistoryEventType.EvaluationFailed, event_details=details
+        )
+    )
+    env.event_manager.add_event(
+        context=env.event_history_context,
+        event_type=HistoryEventType.EvaluationFailed,
+        event_details=EventDetails(evaluationFailedEventDetails=failure.get_evaluation_failed_event_details()),
+    )
+    return failure
+
+
+def _virtual_datetime_module(clock: VirtualClock) -> types.SimpleNamespace:
+    """A stand-in for the ``datetime`` module whose ``datetime.now()`` reads the virtual clock."""
+
+    class VirtualDatetime(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> VirtualDatetime:  # type: ignore[override]
+            return cls.fromtimestamp(clock.now(), tz)
+
+        def isoformat(self, *args: Any, **kwargs: Any) -> str:
+            if args or kwargs or self.utcoffset() is None or self.utcoffset().total_seconds() != 0:
+                return super().isoformat(*args, **kwargs)
+            return f"{self:%Y-%m-%dT%H:%M:%S}.{self.microsecond // 1000:03d}Z"
+
+    return types.SimpleNamespace(datetime=VirtualDatetime, timezone=timezone, UTC=UTC)

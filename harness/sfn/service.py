@@ -1,0 +1,259 @@
+"""LocalStepFunctions: run a real Amazon States Language definition locally, on virtual time.
+
+The execution's life (create, start, wait, stop, history) goes through moto's
+Step Functions API; virtual time (Wait states, retry sleeps, TimeoutSeconds)
+is kept here; moto is patched by :mod:`harness.sfn.hooks`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import traceback
+import uuid
+import zipfile
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.stepfunctions.parser import models as parser_models
+
+from harness.clock import VirtualClock
+from harness.sfn import hooks
+from harness.sfn.lambdas import Handler, Injection, InProcessLambdas, Invocation
+from jobsync import clock as jobsync_clock
+
+_active: LocalStepFunctions | None = None
+
+
+class HarnessError(RuntimeError):
+    """The harness or moto's interpreter broke; not something the state machine did."""
+
+
+@dataclass
+class WaitRecord:
+    """One entry into a Wait state: what it asked for and how long it really waited."""
+
+    execution_arn: str
+    state: str
+    seconds: float
+    started_at: float
+    waited: float = 0.0
+
+
+class LocalStepFunctions(InProcessLambdas):
+    """moto's ASL interpreter with in-process Lambda handlers and virtual time (a context manager)."""
+
+    def __init__(
+        self,
+        handlers: dict[str, Handler],
+        clock: VirtualClock | None = None,
+        region: str = "us-east-1",
+        *,
+        function_timeout_s: int = 30,
+        memory_mb: int = 256,
+        strict: bool = True,
+        jitter_seed: int = 0,
+    ) -> None:
+        self.handlers = dict(handlers)
+        self.clock = clock or VirtualClock()
+        self.region = region
+        self.function_timeout_s = function_timeout_s
+        self.memory_mb = memory_mb
+        # strict: wait() raises when moto's interpreter hit a Python exception
+        # (it would otherwise turn it into a States.Runtime failure, or a Catch).
+        self.strict = strict
+        self.jitter_seed = jitter_seed
+
+        self.invocations: list[Invocation] = []
+        self.wait_records: list[WaitRecord] = []
+        self.retry_sleeps: list[float] = []
+        self.internal_errors: list[BaseException] = []
+
+        self._function_arns: dict[str, str] = {}
+        self._injections: dict[str, list[Injection]] = {}
+        self._done: dict[str, threading.Event] = {}
+        self._crashes: dict[str, BaseException] = {}
+        self._deadlines: dict[int, tuple[Any, float]] = {}  # id(env) -> (env, virtual deadline)
+        self._lock = threading.Lock()
+        self._stack: ExitStack | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> LocalStepFunctions:
+        global _active
+        if _active is not None:
+            raise HarnessError("another LocalStepFunctions is active; the moto hooks are process-wide")
+        stack = ExitStack()
+        try:
+            stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+            self._install_hooks(stack)
+            previous_clock = jobsync_clock._now  # restore whatever the caller had, not just the wall clock
+            jobsync_clock.set_clock(self.clock.now)
+            stack.callback(jobsync_clock.set_clock, previous_clock)
+            self._sfn = boto3.client("stepfunctions", region_name=self.region)
+            self._role_arn = self._create_role()
+            for name in self.handlers:
+                self._function_arns[name] = self._create_function(name)
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        _active = self
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        global _active
+        try:
+            self._stop_running()
+        finally:
+            _active = None
+            if self._stack is not None:
+                self._stack.close()
+                self._stack = None
+
+    def _stop_running(self) -> None:
+        # A test that failed before wait() leaves a thread in moto's interpreter;
+        # stop it while the hooks are still in place, so it ends on virtual time.
+        for arn, done in list(self._done.items()):
+            if not done.is_set():
+                self.stop(arn, error="HarnessExit", cause="LocalStepFunctions closed")
+                done.wait(5)
+
+    def _create_role(self) -> str:
+        iam = boto3.client("iam", region_name=self.region)
+        trust = {"Version": "2012-10-17", "Statement": []}
+        role = iam.create_role(RoleName="jobsync-local", AssumeRolePolicyDocument=json.dumps(trust))
+        return role["Role"]["Arn"]
+
+    def _create_function(self, name: str) -> str:
+        # A real function in moto's Lambda backend, so ARNs, qualifiers and
+        # ResourceNotFoundException resolve as in AWS; its code is never run.
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr("handler.py", "")
+        function = boto3.client("lambda", region_name=self.region).create_function(
+            FunctionName=name,
+            Runtime="python3.11",
+            Role=self._role_arn,
+            Handler="handler.lambda_handler",
+            Code={"ZipFile": archive.getvalue()},
+            Timeout=self.function_timeout_s,
+            MemorySize=self.memory_mb,
+        )
+        return function["FunctionArn"]
+
+    # ----------------------------------------------------------------- public API
+
+    def function_arn(self, name: str) -> str:
+        return self._function_arns[name]
+
+    def create_state_machine(
+        self, definition: str | dict, name: str, substitutions: dict[str, str] | None = None
+    ) -> str:
+        """Create the machine as SAM would: ``${Key}`` DefinitionSubstitutions replaced first."""
+        text = definition if isinstance(definition, str) else json.dumps(definition)
+        for key, value in (substitutions or {}).items():
+            text = text.replace("${" + key + "}", value)
+        leftover = sorted({part.split("}", 1)[0] for part in text.split("${")[1:]})
+        if leftover:
+            raise HarnessError(f"definition substitutions missing for: {', '.join(leftover)}")
+        response = self._sfn.create_state_machine(name=name, definition=text, roleArn=self._role_arn)
+        return response["stateMachineArn"]
+
+    def start(self, sm_arn: str, input: Any = None, name: str | None = None) -> str:
+        """StartExecution; returns the execution ARN. The name defaults to a UUID, as in AWS."""
+        name = name or str(uuid.uuid4())
+        arn = self._sfn.start_execution(
+            stateMachineArn=sm_arn, name=name, input=json.dumps({} if input is None else input)
+        )["executionArn"]
+        self._done_event(arn)
+        return arn
+
+    def wait(self, exec_arn: str, timeout_s: float = 30.0) -> dict:
+        """Block (wall clock) until the execution is no longer RUNNING; returns DescribeExecution."""
+        if not self._done_event(exec_arn).wait(timeout_s):
+            tail = [event["type"] for event in self.history(exec_arn)[-12:]]
+            raise HarnessError(f"{exec_arn} still RUNNING after {timeout_s}s of wall time; last events: {tail}")
+        if exec_arn in self._crashes:
+            raise HarnessError(f"moto's interpreter thread crashed for {exec_arn}") from self._crashes[exec_arn]
+        if self.strict and self.internal_errors:
+            details = "\n".join("".join(traceback.format_exception(exc)) for exc in self.internal_errors)
+            raise HarnessError(f"moto's interpreter hit Python exceptions (strict=True):\n{details}")
+        description = self._sfn.describe_execution(executionArn=exec_arn)
+        description.pop("ResponseMetadata", None)
+        return description
+
+    def history(self, exec_arn: str) -> list[dict]:
+        events: list[dict] = []
+        kwargs: dict[str, Any] = {"executionArn": exec_arn}
+        while True:
+            page = self._sfn.get_execution_history(**kwargs)
+            events.extend(page["events"])
+            if not page.get("nextToken"):
+                return events
+            kwargs["nextToken"] = page["nextToken"]
+
+    def stop(self, exec_arn: str, error: str | None = None, cause: str | None = None) -> None:
+        """StopExecution: the execution ends ABORTED, with ``error``/``cause`` in its ExecutionAborted event.
+
+        Goes to moto's backend directly: moto's StopExecution API handler drops error and cause.
+        """
+        backend = parser_models.stepfunctions_parser_backends[DEFAULT_ACCOUNT_ID][self.region]
+        backend.describe_execution(exec_arn).stop(stop_date=self.clock.utcnow(), error=error, cause=cause)
+
+    @property
+    def waits(self) -> list[float]:
+        """Seconds each Wait state entry asked for, in order."""
+        return [record.seconds for record in self.wait_records]
+
+    # ----------------------------------------------------------------- virtual time
+
+    def _advance(self, seconds: float, env: Any = None) -> float:
+        """Move virtual time on by ``seconds``; returns how far it really moved.
+
+        Stops early when ``env`` stops running (StopExecution from a clock
+        callback) or when a running execution reaches its TimeoutSeconds, which
+        then times out, as the service does on its own clock.
+        """
+        start = self.clock.now()
+        target = start + max(0.0, seconds)
+        while self.clock.now() < target:
+            now = self.clock.now()
+            pending = [deadline for _, deadline in list(self._deadlines.values()) if deadline > now]
+            self.clock.advance_to(min([target, *pending]), stop=(lambda: not env.is_running()) if env else None)
+            if self._fire_deadlines() or (env is not None and not env.is_running()):
+                break
+        return self.clock.now() - start
+
+    def _fire_deadlines(self) -> bool:
+        fired = False
+        for env, deadline in list(self._deadlines.values()):
+            if deadline <= self.clock.now() and env.is_running():
+                env.set_timed_out()
+                fired = True
+        return fired
+
+    def _wait_state(self, env: Any, seconds: float) -> None:
+        context = env.states.context_object.context_object_data
+        record = WaitRecord(context["Execution"]["Id"], context["State"]["Name"], seconds, self.clock.now())
+        self.wait_records.append(record)
+        record.waited = self._advance(seconds, env)
+
+    def _retry_sleep(self, seconds: float) -> None:
+        self.retry_sleeps.append(seconds)
+        self._advance(seconds)
+
+    def _done_event(self, exec_arn: str) -> threading.Event:
+        with self._lock:
+            return self._done.setdefault(exec_arn, threading.Event())
+
+    # ----------------------------------------------------------------- moto hooks
+
+    def _install_hooks(self, stack: ExitStack) -> None:
+        """Patch moto's interpreter with :data:`harness.sfn.hooks.HOOKS`, in order, until ``stack`` closes."""
+        hooks.install(self, stack)
