@@ -4,7 +4,7 @@ it over TLS verified against the CA DescribeCluster returned.
 
 The server is deliberately tiny and local to this file (one PyTorchJob, bearer
 tokens required, scripted 401s and stalls); the full emulator lives in
-harness/kubeapi.py.
+harness/kubeapi/.
 """
 
 from __future__ import annotations
