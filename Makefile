@@ -3,13 +3,15 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
+SCAN_VENV := .venv-scan
+ASL_DIR := tools/asl-validator
 export SAM_CLI_TELEMETRY := 0
 STAMP := $(VENV)/.installed
 
 SCENARIO ?= success
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check rbac demo lint format bench validate build clean
+.PHONY: test test-future package-check rbac demo lint format bench validate build scan clean
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -70,5 +72,24 @@ validate: $(SAM_VENV)/bin/sam
 build: $(SAM_VENV)/bin/sam
 	PATH=$(abspath $(SAM_VENV))/bin:$$PATH $(SAM_VENV)/bin/sam build --template template.yaml
 
+# The scanners, each in a folder of its own, pinned: requirements-scan.txt and the npm lock.
+$(SCAN_VENV)/.installed: requirements-scan.txt
+	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet pip==26.3
+	$(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt
+	touch $@
+
+$(ASL_DIR)/node_modules/.installed: $(ASL_DIR)/package.json $(ASL_DIR)/package-lock.json
+	cd $(ASL_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## cfn-lint with the serverless rules, checkov on the translated template, asl-validator on the ASL.
+## Skips, each with its reason: tools/scan/cfn-lint.yaml, tools/scan/checkov.yaml.
+scan: $(SCAN_VENV)/.installed $(ASL_DIR)/node_modules/.installed
+	$(SCAN_VENV)/bin/cfn-lint --config-file tools/scan/cfn-lint.yaml template.yaml --append-rules cfn_lint_serverless.rules
+	$(SCAN_VENV)/bin/python tools/scan/sam_translate.py template.yaml build/scan/template.json
+	$(SCAN_VENV)/bin/checkov --config-file tools/scan/checkov.yaml --file build/scan/template.json
+	$(ASL_DIR)/node_modules/.bin/asl-validator --json-path statemachine/run_job.asl.json
+
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(ASL_DIR)/node_modules .aws-sam build/scan .pytest_cache .ruff_cache .hypothesis

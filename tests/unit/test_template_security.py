@@ -5,6 +5,10 @@ functions' and the state machine's inline policies, trust policies) is
 checked. The only ``Resource: "*"`` allowed is for actions that have no
 resource-level permissions, listed in RESOURCE_STAR_ONLY with the reason.
 SAM policy templates (LambdaInvokePolicy, ...) are scoped by SAM itself.
+One statement may say ``kms:*``: a KMS key policy's grant to the account's own
+root, the default key policy, which hands the key to the account's IAM policies
+(it grants no one anything by itself, and without it the key can become
+unmanageable). In a key policy ``Resource: "*"`` is the key itself.
 """
 
 from __future__ import annotations
@@ -74,10 +78,25 @@ def is_wildcard_resource(resource: Any) -> bool:
     return bool(match) and set(match["rest"]) <= {"*", ":", "/"}
 
 
-def problems(statement: dict[str, Any]) -> list[str]:
+ACCOUNT_ROOT = {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}}
+
+
+def is_key_policy_default(where: str, statement: dict[str, Any]) -> bool:
+    """The default KMS key policy statement: the account root, ``kms:*``, in a KeyPolicy."""
+    return (
+        ".KeyPolicy." in where
+        and statement.get("Principal") == ACCOUNT_ROOT
+        and _as_list(statement.get("Action")) == ["kms:*"]
+        and "Condition" not in statement
+    )
+
+
+def problems(statement: dict[str, Any], where: str = "") -> list[str]:
     found = []
     if statement.get("Effect") != "Allow":
         return []  # a Deny narrows; only Allow grants
+    if is_key_policy_default(where, statement):
+        return []
     if "NotAction" in statement or "NotResource" in statement:
         found.append("NotAction/NotResource grant everything else")
     actions = [str(a) for a in _as_list(statement.get("Action", []))]
@@ -106,7 +125,7 @@ def test_the_template_has_the_statements_this_test_expects_to_check():
 
 @pytest.mark.parametrize(("where", "statement"), ALL, ids=[w for w, _ in ALL])
 def test_no_statement_grants_a_wildcard(where, statement):
-    assert problems(statement) == []
+    assert problems(statement, where) == []
 
 
 def test_every_allowlisted_action_is_used_so_the_list_stays_honest():
@@ -129,6 +148,15 @@ def test_every_allowlisted_action_is_used_so_the_list_stays_honest():
 )
 def test_the_checker_catches_what_it_is_for(statement, problem):
     assert any(problem in p for p in problems(statement))
+
+
+def test_kms_star_is_allowed_only_as_the_default_key_policy():
+    root = {"Effect": "Allow", "Principal": ACCOUNT_ROOT, "Action": "kms:*", "Resource": "*"}
+    assert problems(root, "AlarmTopicKey.Properties.KeyPolicy.Statement[0]") == []
+    assert problems(root, "ClusterAccessRole.Properties.Policies[0].PolicyDocument.Statement[0]")
+    service = dict(root, Principal={"Service": "cloudwatch.amazonaws.com"})
+    assert problems(service, "AlarmTopicKey.Properties.KeyPolicy.Statement[1]")
+    assert problems({**root, "Action": ["kms:*", "s3:*"]}, "AlarmTopicKey.Properties.KeyPolicy.Statement[0]")
 
 
 def test_the_checker_allows_what_cannot_be_scoped_and_scoped_wildcards():

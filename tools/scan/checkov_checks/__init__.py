@@ -1,0 +1,1 @@
+"""Custom checkov checks for make scan (checkov loads an external checks dir only as a package)."""
