@@ -16,11 +16,9 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 # Imported after the environment above, which Powertools reads.
 from tests.support.clock import FakeClock
 from tests.support.kube import local_kube_api
-from tests.support.lambdas import EVENTS, ROOT, FakeLambdaContext, load_event
+from tests.support.lambdas import ROOT, FakeLambdaContext, load_event
 
 SHARED = ROOT.parent / "shared"
-
-__all__ = ["EVENTS", "ROOT", "SHARED", "FakeLambdaContext", "load_event", "shared_path"]
 
 
 @pytest.fixture(autouse=True)

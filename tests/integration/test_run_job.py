@@ -15,9 +15,7 @@ import pytest
 
 from harness.kubeapi import Fault
 from harness.local import LocalJobsync
-from tests.conftest import load_event
-
-QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
+from tests.support.lambdas import QUIET, load_event
 
 
 def run(scenario, timings=None, **overrides):
