@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +19,7 @@ from bench.simulate import Policy, poll_times
 from bench.statemachine import CostModel
 from bench.workload import Job
 from jobsync import clock as jobsync_clock
-
-QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
+from tests.support.lambdas import QUIET, load_event
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ def _conditions_time(job: dict[str, Any], ctype: str) -> float:
 def run_case(case: Case, model: CostModel) -> dict[str, Any]:
     from harness.local import LocalJobsync  # pulls in moto: only when this check runs
 
-    execution_input = {"job": json.loads(_input_text())["job"], "timeoutSeconds": 7 * 86_400}
+    execution_input = {"job": load_event("run-job-input.json")["job"], "timeoutSeconds": 7 * 86_400}
     if case.hint_s:
         execution_input["expectedDurationSeconds"] = case.hint_s
     timings = {"pending_s": case.pending_s, "run_s": case.run_s}
@@ -79,12 +77,6 @@ def run_case(case: Case, model: CostModel) -> dict[str, Any]:
         "history_events": len(history),
         "history_events_model": model.events(len(actual)),
     }
-
-
-def _input_text() -> str:
-    from bench.statemachine import ROOT
-
-    return (ROOT / "events" / "run-job-input.json").read_text()
 
 
 def crosscheck(model: CostModel) -> dict[str, Any]:

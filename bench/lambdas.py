@@ -18,11 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-import harness
 from harness.clock import VirtualClock
-from harness.kubeapi import KubeAPI
 from harness.operator_sim import OperatorSim
 from jobsync import clock as jobsync_clock
 from jobsync import cluster as jobsync_cluster
@@ -32,11 +28,10 @@ from jobsync.run.inputs import LoopState, SubmitRequest
 from jobsync.run.poll import poll
 from jobsync.run.submit import submit
 from jobsync.settings import Settings
+from tests.support.kube import NAMESPACE, start_kube_api
+from tests.support.lambdas import load_event
 
 ROOT = Path(__file__).resolve().parent.parent
-# The CRD the harness serves (harness.local loads the same file, but importing it pulls in moto).
-PYTORCHJOB_CRD = Path(harness.__file__).resolve().parent / "crds" / "kubeflow.org_pytorchjobs.yaml"
-NAMESPACE = "ml-training"
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:bench-{}"
 LAMBDA_ENV = {
     "POWERTOOLS_SERVICE_NAME": "jobsync",
@@ -50,19 +45,12 @@ LAMBDA_ENV = {
 }
 
 
-def _job_manifest() -> dict[str, Any]:
-    return json.loads((ROOT / "events" / "run-job-input.json").read_text())["job"]
-
-
 class LocalCluster:
     """A KubeAPI with the PyTorchJob CRD and the operator simulator, on a clock the caller moves."""
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
-        self.api = KubeAPI(clock=clock.now).start()
-        with PYTORCHJOB_CRD.open() as f:
-            self.api.register_crd(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-        self.api.create_namespace(NAMESPACE)
+        self.api = start_kube_api(clock=clock.now)
         self.sim = OperatorSim(self.api, clock.now)
         clock.on_advance(lambda _now: self.sim.step())
         self.jobs = KubeJobs(get_api_client(ClusterSettings(mode="url", url=self.api.url)))
@@ -72,7 +60,7 @@ class LocalCluster:
     def submit(self, scenario: str, **timings: float) -> LoopState:
         """Create a job through the real submit path; the simulator plays ``scenario`` for it."""
         self._count += 1
-        request = SubmitRequest(execution=EXECUTION.format(self._count), job=_job_manifest())
+        request = SubmitRequest(execution=EXECUTION.format(self._count), job=load_event("run-job-input.json")["job"])
         state = submit(request, self.jobs, self.settings, lambda uri: "")
         self.sim.plan(NAMESPACE, state.job.name, scenario, **timings)
         self.sim.step()

@@ -6,7 +6,8 @@ Imports the handler as Lambda does (functions/status/app.py as ``app``),
 invokes it once and reads the process's peak RSS, then times ``CALLS``
 invocations interleaved with as many bare ``CustomObjectsApi`` GETs of the same
 job. Its stdout takes the handler's log lines; the numbers go to OUT_JSON.
-Imports nothing of the benchmark or the harness, so the RSS is the handler's.
+Imports nothing of the benchmark or the harness, so the RSS is the handler's
+(the Lambda context is tests/support's, a plain dataclass).
 """
 
 from __future__ import annotations
@@ -17,27 +18,12 @@ import resource
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.lambdas import FakeLambdaContext
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@dataclass
-class Context:
-    """The attributes Powertools reads from a LambdaContext."""
-
-    function_name: str = "jobsync-status"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:jobsync-status"
-    memory_limit_in_mb: int = 256
-    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
-    log_group_name: str = "/aws/lambda/jobsync-status"
-    log_stream_name: str = "bench"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
 
 
 def _ms(samples: list[float]) -> dict[str, float]:
@@ -54,7 +40,7 @@ def main(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT / "functions" / "status"))
     import app  # the handler module, as Lambda imports it
 
-    context = Context()
+    context = FakeLambdaContext(function_name="jobsync-status", log_stream_name="bench")
     started = time.perf_counter()
     first = app.lambda_handler(event, context)
     first_s = time.perf_counter() - started

@@ -1,12 +1,9 @@
-"""Fixtures every test folder shares: a Lambda context and the sample events."""
+"""Fixtures every test folder shares; the fakes themselves live in tests/support."""
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,35 +13,38 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "jobsync")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
-ROOT = Path(__file__).resolve().parent.parent
-EVENTS = ROOT / "events"
+# Imported after the environment above, which Powertools reads.
+from tests.support.clock import FakeClock
+from tests.support.kube import local_kube_api
+from tests.support.lambdas import ROOT, FakeLambdaContext, load_event
+
 SHARED = ROOT.parent / "shared"
 
 
-@dataclass
-class FakeLambdaContext:
-    """The attributes Powertools reads from a real LambdaContext."""
+@pytest.fixture(autouse=True)
+def reset_metrics():
+    """No metric, dimension, metadata or cold start of one test reaches the next (Powertools' testing advice).
 
-    function_name: str = "jobsync-test"
-    function_version: str = "$LATEST"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:jobsync-test"
-    memory_limit_in_mb: int = 256
-    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
-    log_group_name: str = "/aws/lambda/jobsync-test"
-    log_stream_name: str = "test"
+    Every ``Metrics()`` shares one set at class level, so a handler's metrics
+    from one test would otherwise be flushed, or counted, in the next.
+    """
+    from aws_lambda_powertools import Metrics
+    from aws_lambda_powertools.metrics.provider import cold_start
 
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+    def clear() -> None:
+        metrics = Metrics()
+        metrics.clear_default_dimensions()
+        metrics.clear_metrics()
+        cold_start.reset_cold_start_flag()
+
+    clear()
+    yield
+    clear()
 
 
 @pytest.fixture
 def lambda_context() -> FakeLambdaContext:
     return FakeLambdaContext()
-
-
-def load_event(name: str) -> Any:
-    """A sample event from events/, the same file `sam local invoke -e` takes."""
-    return json.loads((EVENTS / name).read_text())
 
 
 @pytest.fixture
@@ -53,18 +53,47 @@ def event_loader():
 
 
 @pytest.fixture
-def pinned_clock():
+def fake_clock():
+    """jobsync's clock, stopped at a fixed instant until the test moves it: ``fake_clock.advance(60)``."""
+    from jobsync import clock
+
+    fake = FakeClock()
+    clock.set_clock(fake)
+    yield fake
+    clock.set_clock(None)
+
+
+@pytest.fixture
+def pinned_clock(fake_clock):
     """jobsync's clock stopped at a time the test sets: ``pinned_clock("2026-11-29T11:00:00Z")``."""
     from jobsync import clock
 
     def pin(when: str) -> float:
         at = clock.parse(when)
         assert at is not None, when
-        clock.set_clock(lambda: at)
+        fake_clock.now = at
         return at
 
-    yield pin
-    clock.set_clock(None)
+    return pin
+
+
+@pytest.fixture
+def kube_env() -> dict[str, str]:
+    """What ``kube_api`` adds to jobsync's environment; a test module overrides it to add settings."""
+    return {}
+
+
+@pytest.fixture
+def kube_crds():
+    """The CRDs ``kube_api`` serves; None is the PyTorchJob CRD alone."""
+    return None
+
+
+@pytest.fixture
+def kube_api(kube_env, kube_crds):
+    """The local Kubernetes API with the namespace ``ml-training``, jobsync pointed at it (``url`` mode)."""
+    with local_kube_api(env=kube_env, crds=kube_crds) as server:
+        yield server
 
 
 def shared_path(*parts: str) -> Path:

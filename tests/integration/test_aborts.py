@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 
-from harness.local import LocalJobsync, load_handler
+from harness.local import LocalJobsync
 from jobsync.run.manifests import job_labels, job_name
 from tests.cfn import load_template
-from tests.conftest import FakeLambdaContext, load_event
+from tests.support.kube import PYTORCHJOBS
+from tests.support.lambdas import QUIET, invoke, load_event
 
-QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
-PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 LONG = {"pending_s": 30, "run_s": 6 * 3600}
 
 
@@ -60,7 +59,7 @@ def status_change(description: dict[str, Any]) -> dict[str, Any]:
 
 
 def cleanup(event: dict[str, Any]) -> dict[str, Any]:
-    return load_handler("cleanup").lambda_handler(event, FakeLambdaContext())
+    return invoke("cleanup", event)
 
 
 def run_and_abort(local: LocalJobsync, execution_input: dict[str, Any], after_s: float = 900) -> dict[str, Any]:

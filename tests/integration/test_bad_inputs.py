@@ -18,16 +18,13 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from harness.kubeapi import KubeAPI
-from harness.local import load_handler, pytorchjob_crd
-from jobsync import cluster, runtime
-from tests.conftest import EVENTS, FakeLambdaContext, load_event
+from tests.support.kube import NAMESPACE, PYTORCHJOBS, local_kube_api
+from tests.support.lambdas import EVENTS, QUIET, invoke, load_event
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "data" / "bad_inputs.yaml"
 ENTRIES = yaml.safe_load(CATALOGUE.read_text())
 BUCKET, PREFIX = "jobsync-templates-123456789012", "jobsync/templates/"
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:bad-input"
-PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 
 MNIST = (EVENTS / "templates" / "pytorch-mnist.yaml").read_text()
 TEMPLATES = {
@@ -82,29 +79,19 @@ def build_event(entry: dict[str, Any]) -> Any:
 
 @pytest.fixture(scope="module")
 def api():
-    with pytest.MonkeyPatch.context() as mp, KubeAPI() as server, mock_aws():
-        server.register_crd(pytorchjob_crd())
-        server.create_namespace("ml-training")
-        for name, value in {
-            "JOBSYNC_CLUSTER_MODE": "url",
-            "JOBSYNC_KUBE_URL": server.url,
-            "JOBSYNC_NAMESPACE": "ml-training",
-            "JOBSYNC_ALLOWED_KINDS": "PyTorchJob",
-            "JOBSYNC_TEMPLATE_BUCKET": BUCKET,
-            "JOBSYNC_TEMPLATE_PREFIX": PREFIX,
-            "POWERTOOLS_LOG_LEVEL": "ERROR",
-            "POWERTOOLS_METRICS_DISABLED": "true",
-        }.items():
-            mp.setenv(name, value)
+    env = {
+        "JOBSYNC_NAMESPACE": NAMESPACE,
+        "JOBSYNC_ALLOWED_KINDS": "PyTorchJob",
+        "JOBSYNC_TEMPLATE_BUCKET": BUCKET,
+        "JOBSYNC_TEMPLATE_PREFIX": PREFIX,
+        **QUIET,
+    }
+    with mock_aws(), local_kube_api(env=env) as server:
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket=BUCKET)
         for name, text in TEMPLATES.items():
             s3.put_object(Bucket=BUCKET, Key=PREFIX + name, Body=text.encode())
-        runtime.reset()
-        cluster.reset_cache()
         yield server
-        cluster.reset_cache()
-        runtime.reset()
 
 
 def test_the_catalogue_is_well_formed_and_large_enough():
@@ -118,7 +105,7 @@ def test_the_catalogue_is_well_formed_and_large_enough():
 
 def test_every_base_event_is_valid_so_each_entry_fails_for_its_own_reason(api):
     # The template base, unpatched, submits a job: the catalogue's failures come from the patches.
-    out = load_handler("submit").lambda_handler(bases()["template"], FakeLambdaContext())
+    out = invoke("submit", bases()["template"])
     assert out["phase"] == "PENDING"
     api.delete((*PYTORCHJOBS, "ml-training", out["job"]["name"]))
 
@@ -128,7 +115,7 @@ def test_bad_input_is_refused_by_name_and_creates_nothing(entry, api):
     event = build_event(entry)
     api.clear_requests()
     with pytest.raises(Exception) as caught:  # the type is checked by name, as Step Functions sees it
-        load_handler(entry["target"]).lambda_handler(event, FakeLambdaContext())
+        invoke(entry["target"], event)
     error = caught.value
     assert type(error).__name__ == entry.get("error", "InvalidInput"), f"{type(error).__name__}: {error}"
     message = str(error)

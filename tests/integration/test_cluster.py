@@ -35,7 +35,6 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.eks.models import eks_backends
 
-from jobsync import clock
 from jobsync.cluster import connection as cluster
 from jobsync.cluster import eks_token
 from jobsync.cluster.connection import ClusterSettings, get_api_client
@@ -198,7 +197,6 @@ def aws(monkeypatch):
         cluster.reset_cache()
         yield
         cluster.reset_cache()
-    clock.set_clock(None)
 
 
 def make_eks_cluster(name: str, endpoint: str, ca_pem: bytes) -> ClusterSettings:
@@ -324,17 +322,15 @@ def test_a_second_401_is_a_clear_error_after_exactly_one_retry(eks, server):
     assert all(token not in message for token in server.tokens)
 
 
-def test_the_token_is_reminted_once_14_minutes_old(eks, server):
-    fake_now = [1_800_000_000.0]
-    clock.set_clock(lambda: fake_now[0])
+def test_the_token_is_reminted_once_14_minutes_old(eks, server, fake_clock):
     mints = count_mints()
 
     get_job(eks)
-    fake_now[0] += 10 * 60
+    fake_clock.advance(10 * 60)
     get_job(eks)
     assert len(mints) == 1
 
-    fake_now[0] += 4 * 60
+    fake_clock.advance(4 * 60)
     get_job(eks)
     assert len(mints) == 2
     assert len(server.requests) == 3

@@ -15,44 +15,30 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from harness.kubeapi import KubeAPI
-from harness.local import load_handler, pytorchjob_crd
-from jobsync import cluster, runtime
+from jobsync import runtime
 from jobsync.run.manifests import job_labels, job_name
-from tests.conftest import EVENTS, load_event
+from tests.support.kube import PYTORCHJOBS
+from tests.support.lambdas import EVENTS, invoke, load_event
 
 TESTED_ELSEWHERE = {"run-job-input.json"}  # the execution input: tests/integration/test_run_job.py
-PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 
 
 @pytest.fixture
-def api(monkeypatch):
-    with KubeAPI() as server:
-        server.register_crd(pytorchjob_crd())
-        server.create_namespace("ml-training")
-        monkeypatch.setenv("JOBSYNC_CLUSTER_MODE", "url")
-        monkeypatch.setenv("JOBSYNC_KUBE_URL", server.url)
-        monkeypatch.setenv("JOBSYNC_TEMPLATE_BUCKET", "jobsync-templates-123456789012")
-        monkeypatch.setenv("JOBSYNC_TEMPLATE_PREFIX", "jobsync/templates/")
-        runtime.reset()
-        cluster.reset_cache()
-        yield server
-        cluster.reset_cache()
-        runtime.reset()
+def kube_env():
+    return {
+        "JOBSYNC_TEMPLATE_BUCKET": "jobsync-templates-123456789012",
+        "JOBSYNC_TEMPLATE_PREFIX": "jobsync/templates/",
+    }
 
 
-def invoke(function, event, context):
-    return load_handler(function).lambda_handler(event, context)
-
-
-def test_submit_inline(api, lambda_context):
+def test_submit_inline(kube_api, lambda_context):
     out = invoke("submit", load_event("submit-inline.json"), lambda_context)
     assert out["phase"] == "PENDING" and out["polls"] == 0 and out["waitSeconds"] > 0
-    (job,) = api.objects(*PYTORCHJOBS)
+    (job,) = kube_api.objects(*PYTORCHJOBS)
     assert job["metadata"]["name"] == out["job"]["name"] and out["job"]["uid"] == job["metadata"]["uid"]
 
 
-def test_submit_template_from_s3(api, lambda_context):
+def test_submit_template_from_s3(kube_api, lambda_context):
     template = (EVENTS / "templates" / "pytorch-mnist.yaml").read_text()
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
@@ -62,7 +48,7 @@ def test_submit_template_from_s3(api, lambda_context):
         )
         runtime.reset()
         out = invoke("submit", load_event("submit-template.json"), lambda_context)
-    (job,) = api.objects(*PYTORCHJOBS)
+    (job,) = kube_api.objects(*PYTORCHJOBS)
     assert out["cleanup"] == "always"
     worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]
     assert worker["replicas"] == 2  # ${WORKERS} became the number 2, not the string "2"
@@ -85,35 +71,35 @@ def _job_for(event: dict) -> dict:
     }
 
 
-def test_status_running(api, lambda_context, pinned_clock):
+def test_status_running(kube_api, lambda_context, pinned_clock):
     event = load_event("status-running.json")
     pinned_clock("2026-11-29T11:00:00Z")  # an hour into the run the event describes
-    api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
-    api.clear_requests()
+    kube_api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
+    kube_api.clear_requests()
     out = invoke("status", event, lambda_context)
     assert out["phase"] == "RUNNING" and out["polls"] == event["polls"] + 1
-    assert [(r.method, r.status) for r in api.requests] == [("GET", 200)]  # one GET, nothing else
+    assert [(r.method, r.status) for r in kube_api.requests] == [("GET", 200)]  # one GET, nothing else
 
 
-def test_cleanup_failed(api, lambda_context):
+def test_cleanup_failed(kube_api, lambda_context):
     event = load_event("cleanup-failed.json")
-    stored = api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
+    stored = kube_api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
     event["job"]["uid"] = stored["metadata"]["uid"]  # cleanup deletes only the object the loop created
     out = invoke("cleanup", event, lambda_context)
     assert out["deleted"] is True
-    assert api.objects(*PYTORCHJOBS) == []
+    assert kube_api.objects(*PYTORCHJOBS) == []
 
 
-def test_cleanup_execution_aborted(api, lambda_context):
+def test_cleanup_execution_aborted(kube_api, lambda_context):
     event = load_event("cleanup-execution-aborted.json")
     arn = event["detail"]["executionArn"]
     ref = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": job_name(arn)}
     job = _job_for({"job": ref})
     job["metadata"]["labels"] = job_labels(arn)  # as submit labelled it
-    api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
+    kube_api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
     out = invoke("cleanup", event, lambda_context)
     assert out["deleted"] is True and out["job"]["name"] == job_name(arn)
-    assert api.objects(*PYTORCHJOBS) == []
+    assert kube_api.objects(*PYTORCHJOBS) == []
 
 
 def test_every_sample_event_has_a_test():

@@ -20,11 +20,10 @@ from jobsync import evaluate
 from jobsync.cluster import connection as jobsync_cluster
 from jobsync.evaluation.phase import Phase
 from jobsync.run.manifests import job_name
-from tests.conftest import load_event
 from tests.integration.local_eks import REGION, count_mints, eks_jobsync
+from tests.support.kube import PYTORCHJOBS
+from tests.support.lambdas import QUIET, load_event
 
-QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
-PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 SHORT = {"pending_s": 30, "run_s": 300}
 JOB_GET = "/pytorchjobs/"  # a path fragment only a request for one job has
 

@@ -10,21 +10,12 @@ from kubernetes import client, watch
 
 from harness.kubeapi import KubeAPI
 from harness.operator_sim import OperatorSim
+from tests.support.clock import FakeClock
+from tests.support.kube import NAMESPACE as NS
+from tests.support.kube import start_kube_api
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
-NS = "ml-training"
 T0 = 1_700_000_000.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def job(name: str = "train", workers: int = 2, image: str = "pytorch/pytorch:2.3.0", annotations=None, **spec) -> dict:
@@ -46,13 +37,12 @@ def job(name: str = "train", workers: int = 2, image: str = "pytorch/pytorch:2.3
 
 @pytest.fixture
 def clock():
-    return FakeClock()
+    return FakeClock(T0)
 
 
 @pytest.fixture
 def api(clock):
-    server = KubeAPI(clock=clock).start()
-    server.create_namespace(NS)
+    server = start_kube_api(clock=clock, crds=())  # no CRD: the simulator writes what it likes
     yield server
     server.stop()
 

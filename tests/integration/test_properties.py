@@ -21,15 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.kubeapi import Fault, KubeAPI
-from harness.local import LocalJobsync, load_handler, pytorchjob_crd
-from jobsync import clock, cluster, runtime
+from harness.kubeapi import Fault
+from harness.local import LocalJobsync
+from jobsync import clock
 from jobsync.run.manifests import job_name
 from jobsync.run.policy import WaitBounds
-from tests.conftest import FakeLambdaContext, load_event
+from tests.support.kube import PYTORCHJOBS, local_kube_api
+from tests.support.lambdas import QUIET, invoke, load_event
 
-QUIET = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
-PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 HISTORY_LIMIT = 25_000
 EVENTS_PER_POLL = 9  # Wait 2, Task 5, Choice 2 (tests/integration/test_run_job.py counts them)
 FUNCTION_TIMEOUT = 30  # LocalStepFunctions' default
@@ -131,16 +130,8 @@ def test_every_execution_ends_by_its_deadline_within_the_history_budget_with_one
 
 @pytest.fixture(scope="module")
 def api():
-    with pytest.MonkeyPatch.context() as mp, KubeAPI() as server:
-        server.register_crd(pytorchjob_crd())
-        server.create_namespace("ml-training")
-        for name, value in {"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": server.url, **QUIET}.items():
-            mp.setenv(name, value)
-        runtime.reset()
-        cluster.reset_cache()
+    with local_kube_api(env=QUIET) as server:
         yield server
-        cluster.reset_cache()
-        runtime.reset()
 
 
 execution_names = st.text(
@@ -160,12 +151,11 @@ def test_submitting_the_same_execution_again_never_makes_a_second_job(api, name,
         api.inject(Fault.internal_error(), method="POST", times=1)
     arn = f"arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:{name}"
     event = {**load_event("run-job-input.json"), "execution": arn}
-    submit = load_handler("submit").lambda_handler
 
     results = []
     for _ in range(submits):
         try:
-            results.append(submit(dict(event), FakeLambdaContext()))
+            results.append(invoke("submit", dict(event)))
         except Exception as exc:
             assert type(exc).__name__ == "TransientClusterError" and fail_first
     (job,) = api.objects(*PYTORCHJOBS)

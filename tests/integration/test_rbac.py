@@ -15,12 +15,11 @@ from pathlib import Path
 
 import yaml
 
-from harness.local import LocalJobsync, load_handler
-from tests.conftest import FakeLambdaContext, load_event
+from harness.local import LocalJobsync
 from tests.integration.test_aborts import run_and_abort, status_change
+from tests.support.lambdas import QUIET, invoke, load_event
 
 ROOT = Path(__file__).resolve().parents[2]
-QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
 
 
 def granted() -> set[tuple[str, str, str]]:
@@ -51,7 +50,7 @@ def test_the_role_grants_exactly_the_verbs_and_resources_the_lambdas_use():
 
         local.scenario, local.timings = "success", {"pending_s": 30, "run_s": 6 * 3600}
         description = run_and_abort(local, load_event("run-job-input.json"))
-        out = load_handler("cleanup").lambda_handler(status_change(description), FakeLambdaContext())
+        out = invoke("cleanup", status_change(description))
         assert out["deleted"] is True
 
         used = local.api.verbs_used()

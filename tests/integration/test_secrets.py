@@ -28,12 +28,12 @@ import boto3
 import pytest
 
 from harness.kubeapi import Fault
-from harness.local import LocalJobsync, load_handler
-from tests.conftest import EVENTS, FakeLambdaContext, load_event
+from harness.local import LocalJobsync
 from tests.integration.local_eks import ca_data, eks_jobsync
 from tests.integration.test_aborts import run_and_abort, status_change
+from tests.support.lambdas import EVENTS, QUIET, invoke, load_event
 
-QUIET_METRICS = {"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "DEBUG"}
+QUIET_METRICS = {**QUIET, "POWERTOOLS_LOG_LEVEL": "DEBUG"}  # every log line, to scan: no metrics
 TEMPLATE_CREDENTIAL = "wJalrXUtnFEMI-K7MDENG-jobsyncFAKEsecret0042"
 BUCKET = "jobsync-templates-123456789012"
 TEMPLATE_KEY = "jobsync/templates/with-credential.yaml"
@@ -119,7 +119,7 @@ def test_no_token_ca_endpoint_or_credential_appears_anywhere(monkeypatch):
 
         local.scenario, local.timings = "success", {"pending_s": 30, "run_s": 6 * 3600}
         description = run_and_abort(local, load_event("run-job-input.json"))
-        extra.append(load_handler("cleanup").lambda_handler(status_change(description), FakeLambdaContext()))
+        extra.append(invoke("cleanup", status_change(description)))
         arns.append(description["executionArn"])
 
         local.timings = {"pending_s": 30, "run_s": 300}
@@ -157,4 +157,4 @@ def test_the_loop_state_refuses_cluster_credentials_in_its_payload(field):
     # The old eks:call loops carried endpoint and CA through every state; the loop state cannot.
     state = load_event("status-running.json") | {field: "x"}
     with pytest.raises(Exception, match=f"{field}: Extra inputs are not permitted"):
-        load_handler("status").lambda_handler(state, FakeLambdaContext())
+        invoke("status", state)

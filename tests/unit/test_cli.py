@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tests.conftest import EVENTS, ROOT
 from tests.payloads import PAYLOADS
+from tests.support.lambdas import EVENTS, ROOT
 
 
 def run(*args: str, stdin: str | bytes | None = None) -> tuple[int, dict, str]:

@@ -19,7 +19,6 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.eks.models import eks_backends
 
-from jobsync import clock
 from jobsync.cluster import connection as cluster
 from jobsync.cluster import eks_token
 from jobsync.cluster.connection import ClusterSettings, get_api_client
@@ -41,15 +40,6 @@ def aws_credentials(monkeypatch):
     cluster.reset_cache()
     yield
     cluster.reset_cache()
-    clock.set_clock(None)
-
-
-class FakeClock:
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.t = start
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def decode(token: str) -> str:
@@ -139,26 +129,23 @@ def test_any_eks_cluster_name_gives_a_valid_unpadded_token(name):
 # --- reuse on the jobsync clock ----------------------------------------------
 
 
-def test_token_is_reused_until_14_minutes_old_then_reminted():
-    fake = FakeClock()
-    clock.set_clock(fake)
+def test_token_is_reused_until_14_minutes_old_then_reminted(fake_clock):
     mints = count_mints()
     source = eks_token.TokenSource("training", REGION)
 
     first = source.get()
-    fake.t += 14 * 60 - 1
+    fake_clock.advance(14 * 60 - 1)
     assert source.get() == first
     assert len(mints) == 1
 
-    fake.t += 1
+    fake_clock.advance(1)
     source.get()
     assert len(mints) == 2
     source.get()
     assert len(mints) == 2
 
 
-def test_refresh_mints_now_whatever_the_age():
-    clock.set_clock(FakeClock())
+def test_refresh_mints_now_whatever_the_age(fake_clock):
     mints = count_mints()
     source = eks_token.TokenSource("training", REGION)
 

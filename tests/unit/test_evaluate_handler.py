@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,20 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import EVENTS, ROOT, FakeLambdaContext, load_event
+from harness.local import load_handler
+from tests.support.lambdas import EVENTS, FakeLambdaContext, load_event
 
-APP = ROOT / "functions" / "evaluate" / "app.py"
-
-
-def _load_handler_module():
-    # Every function folder has an app.py: load this one under its own name.
-    spec = importlib.util.spec_from_file_location("evaluate_function_app", APP)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-app = _load_handler_module()
+app = load_handler("evaluate")  # functions/evaluate/app.py, under a name of its own
 
 # events/evaluate-*.json -> the phase `sam local invoke EvaluateFunction -e <file>` must return.
 EXPECTED_PHASES = {

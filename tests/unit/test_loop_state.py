@@ -12,22 +12,11 @@ from jobsync.errors import InvalidInput
 from jobsync.run.inputs import LoopState, parse
 from jobsync.run.poll import poll
 from jobsync.settings import Settings
+from tests.support.cluster import RecordingCluster
 
 SETTINGS = Settings()
-REF = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": "nightly-1ef088ca"}
-
-
-class RecordingCluster:
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def get(self, spec, namespace, name):
-        self.calls.append("get")
-        return {"metadata": {"name": name}, "status": {}}
-
-    def list_pods(self, namespace, label_selector):
-        self.calls.append("list_pods")
-        return []
+NAME = "nightly-1ef088ca"
+REF = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": NAME}
 
 
 def loop_state(**overrides):
@@ -44,7 +33,7 @@ def loop_state(**overrides):
 @pytest.mark.parametrize("field", ["submittedAt", "deadline", "phaseSince", "startedAt", "stuckSince"])
 @pytest.mark.parametrize("value", ["yesterday", "2026-11-29 25:00:00Z", "2026-11-29T10:00:00"])
 def test_a_bad_timestamp_is_refused_naming_its_field_before_any_request(field, value):
-    cluster = RecordingCluster()
+    cluster = RecordingCluster({NAME: {"metadata": {"name": NAME}, "status": {}}})
     with pytest.raises(InvalidInput, match=rf"{field}: not an RFC 3339 timestamp"):
         poll(parse(LoopState, loop_state(**{field: value})), cluster, SETTINGS)
     assert cluster.calls == []

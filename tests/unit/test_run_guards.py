@@ -11,50 +11,21 @@ from typing import Any
 
 import pytest
 
-from jobsync.errors import InvalidInput, JobConflict
+from jobsync.errors import InvalidInput
 from jobsync.run import cleanup as cleanup_step
 from jobsync.run import manifests
 from jobsync.run.inputs import CleanupRequest, LoopState, parse
 from jobsync.run.poll import poll
 from jobsync.settings import Settings
+from tests.support.cluster import RecordingCluster
 
 SETTINGS = Settings()
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:nightly"
 OTHER_EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:someone-else"
 NAME = manifests.job_name(EXECUTION)
+# Status and cleanup may read, list pods and delete; never create or read a log.
+EXPECTED = {"get", "delete", "list_pods"}
 REF = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": NAME}
-
-
-class RecordingCluster:
-    """A cluster that records every call; DELETE honours a uid precondition as the API server does."""
-
-    def __init__(self, objects: dict[str, dict[str, Any]] | None = None) -> None:
-        self.objects = objects or {}
-        self.calls: list[tuple[str, str]] = []
-
-    def create(self, spec, obj):
-        raise AssertionError("not expected")
-
-    def get(self, spec, namespace, name):
-        self.calls.append(("get", name))
-        return self.objects.get(name)
-
-    def delete(self, spec, namespace, name, uid=None):
-        self.calls.append(("delete", name))
-        obj = self.objects.get(name)
-        if obj is None:
-            return False
-        if uid and obj["metadata"]["uid"] != uid:
-            raise JobConflict("precondition failed")
-        del self.objects[name]
-        return True
-
-    def list_pods(self, namespace, label_selector):
-        self.calls.append(("list_pods", label_selector))
-        return []
-
-    def read_log(self, namespace, pod, container, limit_bytes):
-        raise AssertionError("not expected")
 
 
 def job(uid: str = "uid-1", execution: str | None = EXECUTION, managed: bool = True) -> dict[str, Any]:
@@ -88,7 +59,7 @@ def loop_state(**overrides: Any) -> dict[str, Any]:
     ],
 )
 def test_status_and_cleanup_refuse_a_job_submit_would_refuse(job_ref, field):
-    cluster = RecordingCluster({NAME: job()})
+    cluster = RecordingCluster({NAME: job()}, expect=EXPECTED)
     with pytest.raises(InvalidInput, match=rf"^{field}: "):
         poll(parse(LoopState, loop_state(job=job_ref)), cluster, SETTINGS)
     request = parse(CleanupRequest, {"job": job_ref, "cleanup": "always"})
@@ -106,14 +77,14 @@ def cleanup(cluster: RecordingCluster, **event: Any) -> dict[str, Any]:
 
 
 def test_with_the_uid_the_loop_saw_cleanup_deletes_that_object_without_a_get():
-    cluster = RecordingCluster({NAME: job(uid="uid-1")})
+    cluster = RecordingCluster({NAME: job(uid="uid-1")}, expect=EXPECTED)
     out = cleanup(cluster, job={**REF, "uid": "uid-1"}, execution=EXECUTION)
     assert out["deleted"] is True and out["reason"] == "deleted"
     assert cluster.calls == [("delete", NAME)]
 
 
 def test_an_object_that_replaced_ours_under_the_same_name_is_left_alone():
-    cluster = RecordingCluster({NAME: job(uid="uid-2", execution=None, managed=False)})
+    cluster = RecordingCluster({NAME: job(uid="uid-2", execution=None, managed=False)}, expect=EXPECTED)
     out = cleanup(cluster, job={**REF, "uid": "uid-1"}, execution=EXECUTION)
     assert out["deleted"] is False and "another object" in out["reason"]
     assert NAME in cluster.objects
@@ -130,7 +101,7 @@ def test_an_object_that_replaced_ours_under_the_same_name_is_left_alone():
     ],
 )
 def test_without_a_uid_cleanup_checks_the_labels_first(stored, execution, deleted):
-    cluster = RecordingCluster({NAME: stored})
+    cluster = RecordingCluster({NAME: stored}, expect=EXPECTED)
     event = {"job": dict(REF)} | ({"execution": execution} if execution else {})
     out = cleanup(cluster, **event)
     assert out["deleted"] is deleted
@@ -140,5 +111,5 @@ def test_without_a_uid_cleanup_checks_the_labels_first(stored, execution, delete
 
 
 def test_a_job_already_gone_is_success():
-    out = cleanup(RecordingCluster(), job=dict(REF), execution=EXECUTION)
+    out = cleanup(RecordingCluster(expect=EXPECTED), job=dict(REF), execution=EXECUTION)
     assert out == {"job": {**REF, "uid": None}, "deleted": False, "reason": "already gone"}
