@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import types
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -23,6 +24,8 @@ import jsonata.timebox
 from botocore.exceptions import ClientError
 from moto.awslambda.models import LambdaFunction
 from moto.core.exceptions import JsonRESTError
+from moto.events.models import EventTemplateParser
+from moto.events.models import Rule as EventsRule
 from moto.stepfunctions.parser import models as parser_models
 from moto.stepfunctions.parser.api import EvaluationFailedEventDetails, HistoryEventType
 from moto.stepfunctions.parser.asl.component import eval_component
@@ -37,6 +40,9 @@ from moto.stepfunctions.parser.asl.component.common.string.string_expression imp
 from moto.stepfunctions.parser.asl.component.program.program import Program
 from moto.stepfunctions.parser.asl.component.state import state as state_module
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
+    StateTaskServiceCallback,
+)
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval import states as states_module
@@ -235,6 +241,71 @@ def execution_timeout_on_virtual_clock(harness: LocalStepFunctions, patch: Patch
     patch(Program, "eval", program_eval)
 
 
+# --------------------------------------------------------------------- callbacks and events
+
+
+def task_token_wait_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """A ``.waitForTaskToken`` task's ``TimeoutSeconds`` counts virtual time.
+
+    moto waits for SendTaskSuccess on the wall clock for the whole timeout. Here it
+    waits in short wall-clock slices and moves the virtual clock on by
+    ``harness.callback_step_seconds`` after each slice without an answer, so the
+    simulated job goes on and the timeout (``States.Timeout``) comes when the
+    virtual clock reaches it, as the service does. SendTaskSuccess still ends the
+    wait at once.
+    """
+    clock = harness.clock
+
+    def wait(task: StateTaskServiceCallback, timeout_seconds: int, callback_endpoint: Any) -> Any:
+        deadline = clock.now() + timeout_seconds
+        while True:
+            outcome = callback_endpoint.wait(timeout=harness.callback_slice_seconds)
+            if outcome is not None:
+                return outcome
+            if clock.now() >= deadline:
+                return None
+            harness._advance(min(harness.callback_step_seconds, deadline - clock.now()))
+
+    patch(StateTaskServiceCallback, "_wait_for_task_token_timeout", wait)
+
+
+def eventbridge_invokes_lambda_targets(harness: LocalStepFunctions, patch: Patch) -> None:
+    """A rule's Lambda targets are invoked, asynchronously, with the (transformed) event.
+
+    moto's EventBridge matches rules but delivers only to log groups, SQS queues,
+    other buses, archives and API destinations. The service invokes a Lambda
+    target asynchronously (InvocationType Event); here the function runs in a
+    thread of its own, through moto's Lambda backend, so it is recorded and
+    in-process like every other invocation.
+    """
+    original = EventsRule.send_to_targets
+
+    lock = threading.Lock()
+
+    def send_to_targets(rule: EventsRule, event: Any, transform_input: bool = True) -> None:
+        functions = [t for t in rule.targets if ":lambda:" in t["Arn"]]
+        with lock:  # moto raises NotImplementedError for a Lambda target: it sees only the others
+            every = rule.targets
+            rule.targets = [t for t in every if t not in functions]
+            try:
+                original(rule, event, transform_input)
+            finally:
+                rule.targets = every
+        if not rule.event_pattern.matches_event(event):
+            return
+        for target in functions:
+            arn = target["Arn"]
+            transformer = target.get("InputTransformer", {}) if transform_input else {}
+            payload = EventTemplateParser.parse(
+                input_template=transformer.get("InputTemplate"),
+                input_paths_map=transformer.get("InputPathsMap", {}),
+                event=event,
+            )
+            harness.invoke_async(arn, payload)
+
+    patch(EventsRule, "send_to_targets", send_to_targets)
+
+
 # --------------------------------------------------------------------- failures of the interpreter itself
 
 
@@ -295,6 +366,8 @@ HOOKS: tuple[Hook, ...] = (
     execution_timeout_on_virtual_clock,
     execution_thread_crashes_are_kept,
     state_exceptions_are_kept,
+    task_token_wait_on_virtual_clock,
+    eventbridge_invokes_lambda_targets,
 )
 
 

@@ -81,6 +81,8 @@ class InProcessLambdas:
     handlers: dict[str, Handler]
     clock: VirtualClock
     invocations: list[Invocation]
+    internal_errors: list[BaseException]
+    async_invocations: list[threading.Thread]
     _injections: dict[str, list[Injection]]
     _lock: threading.Lock
     _advance: Callable[[float], float]
@@ -171,6 +173,25 @@ class InProcessLambdas:
             return json.dumps(error).encode()
         record.result = json.loads(payload)
         return payload.encode()
+
+    def invoke_async(self, function_arn: str, event: Any) -> threading.Thread:
+        """Invoke a function as EventBridge does (InvocationType Event): in a thread, the caller does not wait."""
+        from moto.awslambda.models import lambda_backends
+
+        parts = function_arn.split(":")  # arn:aws:lambda:<region>:<account>:function:<name>
+        region, account, name = parts[3], parts[4], parts[6]
+
+        def run() -> None:
+            try:
+                function = lambda_backends[account][region].get_function(name)
+                function.invoke(json.dumps(event), {}, {})
+            except BaseException as exc:  # a harness bug: keep it for wait() to report
+                self.internal_errors.append(exc)
+
+        thread = threading.Thread(target=run, name=f"event-{name}", daemon=True)
+        thread.start()
+        self.async_invocations.append(thread)
+        return thread
 
     def _take_injection(self, function_name: str) -> Injection | None:
         with self._lock:

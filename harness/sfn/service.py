@@ -73,6 +73,10 @@ class LocalStepFunctions(InProcessLambdas):
         self.wait_records: list[WaitRecord] = []
         self.retry_sleeps: list[float] = []
         self.internal_errors: list[BaseException] = []
+        self.async_invocations: list[threading.Thread] = []
+        # Callback tasks: wall seconds to wait for SendTaskSuccess before the virtual clock moves on, and by how much.
+        self.callback_slice_seconds = 0.02
+        self.callback_step_seconds = 5.0
 
         self._function_arns: dict[str, str] = {}
         self._injections: dict[str, list[Injection]] = {}

@@ -54,7 +54,27 @@ def fetch_template(uri: str) -> str:
     return text
 
 
+@cache
+def table() -> Any:
+    """The stack's DynamoDB table (task tokens, learned hints); InvalidInput when the stack has none."""
+    import boto3
+
+    name = settings().table_name
+    if not name:
+        raise InvalidInput("this deployment has no table (JOBSYNC_TABLE_NAME): callback mode needs one")
+    return boto3.resource("dynamodb").Table(name)
+
+
+@cache
+def stepfunctions() -> Any:
+    import boto3
+
+    return boto3.client("stepfunctions")
+
+
 def reset() -> None:
     """Forget what was cached (tests change the environment between runs)."""
     settings.cache_clear()
     _s3.cache_clear()
+    table.cache_clear()
+    stepfunctions.cache_clear()

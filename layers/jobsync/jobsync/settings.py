@@ -27,6 +27,7 @@ MAX_WATCH_SECONDS = 840
 # (connect, read) seconds, for every call that passes no timeout: a Lambda
 # must never hang on a silent API server.
 REQUEST_TIMEOUT = (5.0, 20.0)
+CompletionMode = Literal["poll", "watch", "callback"]
 MODES = ("eks", "kubeconfig", "incluster", "url")
 Mode = Literal["eks", "kubeconfig", "incluster", "url"]
 
@@ -160,6 +161,15 @@ class Settings(_FromEnvironment):
         le=MAX_WATCH_SECONDS,
         description="Watch mode: each poll holds a watch on the job up to this long (0: off).",
     )
+    completion_mode: CompletionMode = Field(
+        "poll", description="How an execution learns the job ended: poll, watch, or callback (the notifier's events)."
+    )
+    safety_poll_seconds: int = Field(
+        3600,
+        ge=60,
+        description="Callback mode: the longest wait for an event before one ordinary poll (a dead notifier's cost).",
+    )
+    table_name: str = Field("", description="Callback mode and learned hints: the stack's DynamoDB table.")
 
     @field_validator("allowed_kinds", mode="before")
     @classmethod

@@ -110,6 +110,35 @@ class CleanupRequest(BaseModel):
     phase: str | None = None
 
 
+class AwaitRequest(_Strict):
+    """What callback mode's Await task passes: the loop state and the task token to store."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    state: LoopState
+    taskToken: str = Field(min_length=1, max_length=1024)
+
+
+class PhaseChangedEvent(BaseModel):
+    """An EventBridge "Job Phase Changed" event from the notifier (only what resume reads is checked)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    source: Literal["jobsync"] = Field(alias="source")
+    detail_type: Literal["Job Phase Changed"] = Field(alias="detail-type")
+    detail: dict[str, Any]
+
+    @property
+    def execution(self) -> str | None:
+        value = self.detail.get("executionArn")
+        return value if isinstance(value, str) else None
+
+    @property
+    def finished_at(self) -> float | None:
+        value = self.detail.get("finishedAt")
+        return clock.parse(value) if isinstance(value, str) else None
+
+
 def _has_offset(value: str) -> bool:
     return value.endswith(("Z", "z")) or bool(re.search(r"[+-]\d{2}:?\d{2}$", value))
 

@@ -63,7 +63,12 @@ def with_next_wait(state: LoopState, now: float, settings: Settings, watched: fl
         # The watch did the waiting; the Wait state only keeps the poll budget.
         floor = budget_floor(poll_state, settings.wait_bounds, settings.watch_seconds) - watched
         wait = max(0, math.ceil(min(floor, poll_state.deadline - now)))
+    elif settings.completion_mode == "callback" and poll_state.phase in (Phase.RUNNING, Phase.SUSPENDED):
+        # The event ends the wait; this is only how long a dead notifier can delay the verdict.
+        left = poll_state.deadline - now
+        wait = max(1, math.floor(min(settings.safety_poll_seconds, left)))
     else:
+        # A starting job is still polled at the policy's pace: stuck pods show only to a poll.
         wait = next_wait(poll_state, settings.wait_bounds)
     return state.model_copy(update={"waitSeconds": wait})
 

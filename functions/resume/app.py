@@ -1,0 +1,42 @@
+"""ResumeFunction: resumes the execution that waits for a job the notifier says has ended.
+
+Invoked by the stack's EventBridge rule with a "Job Phase Changed" event of a
+terminal phase. Takes one ordinary poll (the verdict, diagnostics and log tail
+as poll mode gives them) and hands it to the waiting execution; an event for
+an execution that waits for nothing is a no-op, so duplicates are harmless.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from jobsync import clock, runtime
+from jobsync.run.callback import TokenStore, resume
+from jobsync.run.inputs import PhaseChangedEvent, parse
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    change = parse(PhaseChangedEvent, event)
+    store = TokenStore(runtime.table())
+    outcome = resume(change.detail, runtime.cluster(), runtime.settings(), store, runtime.stepfunctions())
+    logger.info("job event", extra={"resumed": outcome.resumed, "why": outcome.why, "execution": change.execution})
+    if outcome.resumed:
+        metrics.add_metric(name="Resumed", unit=MetricUnit.Count, value=1)
+        if change.finished_at is not None:
+            # How late the execution learns of the job's end: the event's own delay, end to end.
+            delay = max(0.0, clock.now() - change.finished_at)
+            metrics.add_metric(name="ResumeDelaySeconds", unit=MetricUnit.Seconds, value=delay)
+    return {"resumed": outcome.resumed, "why": outcome.why}
