@@ -1006,7 +1006,7 @@ class KubeAPI:
                 )
             return self._delete(route, propagation or "Background")
 
-    def handle_log(self, route: Route, query: dict[str, str]) -> str:
+    def handle_log(self, route: Route, query: dict[str, str]) -> bytes:
         with self.lock:
             self._check_served(route)
             pod = self._store.get((route.group, "pods", route.namespace or "", route.name or ""))
@@ -1033,9 +1033,10 @@ class KubeAPI:
             lines = text.splitlines(keepends=True)
             n = int(query["tailLines"])
             text = "".join(lines[-n:]) if n > 0 else ""
+        data = text.encode()
         if query.get("limitBytes"):
-            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
-        return text
+            data = data[: int(query["limitBytes"])]  # bytes, as kubelet cuts them: maybe mid-character
+        return data
 
     # ----------------------------------------------------------------- watch
 
@@ -1259,8 +1260,7 @@ class _Handler(BaseHTTPRequestHandler):
         if watch:
             return self._stream_watch(route, query)
         if method == "GET" and route.subresource == "log":
-            text = api.handle_log(route, query)
-            self._send(200, text.encode(), "text/plain")
+            self._send(200, api.handle_log(route, query), "text/plain")
             return 200
         if method == "GET":
             result = api.handle_get(route) if route.name else api.handle_list(route, query)
