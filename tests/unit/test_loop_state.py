@@ -33,6 +33,7 @@ class RecordingCluster:
 def loop_state(**overrides):
     state = {
         "job": dict(REF),
+        "execution": "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:nightly",
         "submittedAt": "2026-11-29T10:00:00Z",
         "deadline": "2026-11-30T10:00:00Z",
         "phase": "RUNNING",

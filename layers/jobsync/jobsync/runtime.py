@@ -10,7 +10,7 @@ from typing import Any
 
 from jobsync.cluster.connection import get_api_client
 from jobsync.cluster.jobs import KubeJobs
-from jobsync.errors import InvalidInput
+from jobsync.errors import ClusterConfigError, InvalidInput
 from jobsync.settings import Settings
 
 
@@ -53,7 +53,34 @@ def fetch_template(uri: str) -> str:
         raise InvalidInput(f"jobTemplate: {uri} is not UTF-8 text") from None
 
 
+@cache
+def _stepfunctions() -> Any:
+    import boto3  # only the cleanup Lambda, for an execution event, needs it
+
+    return boto3.client("stepfunctions")
+
+
+def describe_execution(arn: str) -> dict[str, Any] | None:
+    """Step Functions' own account of an execution (DescribeExecution); None when it knows no such execution."""
+    from botocore.exceptions import ClientError
+
+    try:
+        description: dict[str, Any] = _stepfunctions().describe_execution(executionArn=arn)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in {"ExecutionDoesNotExist", "InvalidArn"}:
+            return None
+        if code in {"AccessDeniedException", "AccessDenied"}:
+            raise ClusterConfigError(
+                f"states:DescribeExecution on {arn} is denied: the cleanup role must be allowed it "
+                "on this state machine's executions (template.yaml)"
+            ) from None
+        raise
+    return description
+
+
 def reset() -> None:
     """Forget what was cached (tests change the environment between runs)."""
     settings.cache_clear()
     _s3.cache_clear()
+    _stepfunctions.cache_clear()

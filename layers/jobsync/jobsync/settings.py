@@ -160,6 +160,11 @@ class Settings(_FromEnvironment):
         le=MAX_WATCH_SECONDS,
         description="Watch mode: each poll holds a watch on the job up to this long (0: off).",
     )
+    state_machine_arn: str = Field(
+        "",
+        description="This deployment's state machine: cleanup after an execution event acts only on its "
+        "executions, once DescribeExecution says they ended ('' refuses every such event).",
+    )
 
     @field_validator("allowed_kinds", mode="before")
     @classmethod
