@@ -68,6 +68,55 @@ LABEL_MSG = (
 )
 
 
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_NAME_PART_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+    "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def label_causes(labels: Any) -> list[Obj]:
+    """ValidateLabels (apimachinery): keys are qualified names, values at most 63 label characters."""
+    causes: list[Obj] = []
+
+    def invalid(value: str, message: str) -> None:
+        body = f"Invalid value: {json.dumps(value)}: {message}"
+        causes.append({"reason": "FieldValueInvalid", "message": body, "field": "metadata.labels"})
+
+    for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
+        parts = str(key).split("/")
+        name = parts[-1]
+        if len(parts) > 2:
+            invalid(
+                key,
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
+                "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+                "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional "
+                "DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+            )
+        elif len(parts) == 2 and (len(parts[0]) > 253 or not DNS1123_SUBDOMAIN.match(parts[0])):
+            invalid(key, "prefix part " + (SUBDOMAIN_MSG if parts[0] else "must be non-empty"))
+        elif not name:
+            invalid(key, "name part must be non-empty")
+        elif len(name) > 63:
+            invalid(key, "name part must be no more than 63 characters")
+        elif not _QUALIFIED_NAME.match(name):
+            invalid(key, _NAME_PART_MSG)
+        if not isinstance(value, str):
+            continue  # the decoder refuses a non-string value before validation
+        if len(value) > 63:
+            invalid(value, "must be no more than 63 characters")
+        elif value and not _QUALIFIED_NAME.match(value):
+            invalid(value, _LABEL_VALUE_MSG)
+    return causes
+
+
 def rfc3339(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -895,6 +944,13 @@ class KubeAPI:
                 meta["name"] = meta["generateName"] + "".join(secrets.choice(alphabet) for _ in range(5))
             name = meta.get("name") or ""
             warnings = self._validate(route, body, mode, name)
+            causes = label_causes(meta.get("labels"))
+            if causes:
+                raise self._invalid(route, self.kind_of(route) or body.get("kind") or route.plural, name, causes)
+            if str(meta.get("resourceVersion", "")).isdigit() and int(meta["resourceVersion"]) != 0:
+                raise ApiError(500, "InternalError", "resourceVersion should not be set on objects to be created")
+            for key in ("deletionTimestamp", "deletionGracePeriodSeconds"):  # rest.BeforeCreate clears them
+                meta.pop(key, None)
             if route.namespace and meta.get("namespace") and meta["namespace"] != route.namespace:
                 raise ApiError(
                     400,
