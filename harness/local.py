@@ -183,6 +183,9 @@ class LocalJobsync:
                 "CleanupFunctionArn": self.sfn.function_arn("jobsync-cleanup"),
             },
         )
+        # As template.yaml tells the cleanup function which state machine's executions are its own.
+        self._set_env({"JOBSYNC_STATE_MACHINE_ARN": self._state_machine_arn})
+        runtime.reset()
 
     def __exit__(self, *exc: object) -> None:
         if self.sfn:

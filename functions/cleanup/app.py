@@ -30,7 +30,9 @@ metrics = Metrics()
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if execution_events.is_execution_event(event):
-        result = execution_events.cleanup_after(event, runtime.cluster(), runtime.settings())
+        result = execution_events.cleanup_after(
+            event, runtime.cluster(), runtime.settings(), runtime.describe_execution
+        )
     else:
         result = cleanup(parse(CleanupRequest, event), runtime.cluster(), runtime.settings())
     logger.info("cleanup", extra=result)

@@ -14,7 +14,7 @@ class PodLogs(RestVerbs):
         with self.lock:
             self._logs[(namespace, pod, container)] = text
 
-    def handle_log(self, route: Route, query: dict[str, str]) -> str:
+    def handle_log(self, route: Route, query: dict[str, str]) -> bytes:
         with self.lock:
             self._check_served(route)
             pod = self._store.get((route.group, "pods", route.namespace or "", route.name or ""))
@@ -41,6 +41,7 @@ class PodLogs(RestVerbs):
             lines = text.splitlines(keepends=True)
             n = int(query["tailLines"])
             text = "".join(lines[-n:]) if n > 0 else ""
+        data = text.encode()
         if query.get("limitBytes"):
-            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
-        return text
+            data = data[: int(query["limitBytes"])]  # bytes, as kubelet cuts them: maybe mid-character
+        return data

@@ -7,8 +7,8 @@ import secrets
 from typing import Any
 
 from harness.kubeapi.crds import validate_schema
-from harness.kubeapi.errors import ApiError
-from harness.kubeapi.names import check_name
+from harness.kubeapi.errors import ApiError, invalid
+from harness.kubeapi.names import check_name, label_causes
 from harness.kubeapi.patch import json_patch, merge_patch
 from harness.kubeapi.routes import Obj, Route
 from harness.kubeapi.selectors import FieldSelector, Selector
@@ -63,6 +63,13 @@ class RestVerbs(Store):
                 meta["name"] = meta["generateName"] + "".join(secrets.choice(alphabet) for _ in range(5))
             name = meta.get("name") or ""
             warnings = self._validate(route, body, mode, name)
+            causes = label_causes(meta.get("labels"))
+            if causes:
+                raise invalid(route, self.kind_of(route) or body.get("kind") or route.plural, name, causes)
+            if str(meta.get("resourceVersion", "")).isdigit() and int(meta["resourceVersion"]) != 0:
+                raise ApiError(500, "InternalError", "resourceVersion should not be set on objects to be created")
+            for key in ("deletionTimestamp", "deletionGracePeriodSeconds"):  # rest.BeforeCreate clears them
+                meta.pop(key, None)
             if route.namespace and meta.get("namespace") and meta["namespace"] != route.namespace:
                 raise ApiError(
                     400,

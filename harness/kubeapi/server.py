@@ -139,8 +139,7 @@ class Handler(BaseHTTPRequestHandler):
         if watch:
             return self._stream_watch(route, query)
         if method == "GET" and route.subresource == "log":
-            text = api.handle_log(route, query)
-            self._send(200, text.encode(), "text/plain")
+            self._send(200, api.handle_log(route, query), "text/plain")
             return 200
         if method == "GET":
             result = api.handle_get(route) if route.name else api.handle_list(route, query)

@@ -10,7 +10,6 @@ cleanup handler.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -113,18 +112,14 @@ def test_a_timed_out_execution_whose_input_is_a_template_tries_each_allowed_kind
     # A jobTemplate input says nothing of the kind: each allowed kind is looked up by name.
     env = {**QUIET, "JOBSYNC_ALLOWED_KINDS": "TFJob,PyTorchJob"}
     with LocalJobsync("success", env=env) as local:
-        arn = execution_arn(local, "from-template")
+        # A real execution (cleanup checks with Step Functions); its submit fails, moto's S3 having no
+        # template, and the job it would have made is put by hand.
+        arn = local.start(load_event("submit-template.json") | {"cleanup": "always"}, name="from-template")
+        description = local.sfn.wait(arn)
         meta = {"name": job_name(arn), "namespace": "ml-training", "labels": job_labels(arn)}
         job = {**load_event("run-job-input.json")["job"], "metadata": meta}
         local.api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
-        description = {
-            "executionArn": arn,
-            "stateMachineArn": local._state_machine_arn,
-            "name": "from-template",
-            "status": "TIMED_OUT",
-            "input": json.dumps(load_event("submit-template.json") | {"cleanup": "always"}),
-            "stopDate": local.clock.utcnow(),
-        }
+        local.api.clear_requests()
         out = cleanup(status_change(description))
         assert out["deleted"] is True and out["job"]["kind"] == "PyTorchJob"
         assert [(r.method, r.resource, r.status) for r in local.api.requests] == [
@@ -143,14 +138,10 @@ def test_a_job_of_that_name_this_execution_did_not_create_is_left_alone(labels):
         meta = {"name": job_name(arn), "namespace": "ml-training", "labels": labels}
         job = {**load_event("run-job-input.json")["job"], "metadata": meta}
         before = local.api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
-        description = {
-            "executionArn": arn,
-            "stateMachineArn": local._state_machine_arn,
-            "name": "failed-early",
-            "status": "FAILED",
-            "input": json.dumps(load_event("run-job-input.json")),
-            "stopDate": local.clock.utcnow(),
-        }
+        # A real execution that failed early: submit refuses its namespace, so it created nothing.
+        local.start({**load_event("run-job-input.json"), "namespace": "elsewhere"}, name="failed-early")
+        description = local.sfn.wait(arn)
+        assert description["status"] == "FAILED"
         out = cleanup(status_change(description))
         assert out["deleted"] is False and "left alone" in out["reason"]
         assert local.api.get((*PYTORCHJOBS, "ml-training", job_name(arn))) == before

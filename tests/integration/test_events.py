@@ -60,7 +60,11 @@ def _job_for(event: dict) -> dict:
     return {
         "apiVersion": ref["apiVersion"],
         "kind": ref["kind"],
-        "metadata": {"name": ref["name"], "namespace": ref["namespace"]},
+        "metadata": {
+            "name": ref["name"],
+            "namespace": ref["namespace"],
+            "labels": job_labels(event["execution"]) if "execution" in event else {},  # as submit labelled it
+        },
         "spec": {"pytorchReplicaSpecs": {}},
         "status": {
             "conditions": [
@@ -74,7 +78,8 @@ def _job_for(event: dict) -> dict:
 def test_status_running(kube_api, lambda_context, pinned_clock):
     event = load_event("status-running.json")
     pinned_clock("2026-11-29T11:00:00Z")  # an hour into the run the event describes
-    kube_api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
+    stored = kube_api.put((*PYTORCHJOBS, "ml-training", event["job"]["name"]), _job_for(event))
+    event["job"]["uid"] = stored["metadata"]["uid"]  # status reads only the object the loop created
     kube_api.clear_requests()
     out = invoke("status", event, lambda_context)
     assert out["phase"] == "RUNNING" and out["polls"] == event["polls"] + 1
@@ -90,14 +95,23 @@ def test_cleanup_failed(kube_api, lambda_context):
     assert kube_api.objects(*PYTORCHJOBS) == []
 
 
-def test_cleanup_execution_aborted(kube_api, lambda_context):
+def test_cleanup_execution_aborted(kube_api, lambda_context, monkeypatch):
     event = load_event("cleanup-execution-aborted.json")
     arn = event["detail"]["executionArn"]
     ref = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": job_name(arn)}
-    job = _job_for({"job": ref})
-    job["metadata"]["labels"] = job_labels(arn)  # as submit labelled it
-    kube_api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
-    out = invoke("cleanup", event, lambda_context)
+    kube_api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), _job_for({"job": ref, "execution": arn}))
+    with mock_aws():  # cleanup asks Step Functions that the execution really was aborted
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        role = "arn:aws:iam::123456789012:role/jobsync-run-job"
+        machine = sfn.create_state_machine(
+            name="jobsync-run-job", definition='{"StartAt":"W","States":{"W":{"Type":"Pass","End":true}}}', roleArn=role
+        )["stateMachineArn"]
+        assert machine == event["detail"]["stateMachineArn"]
+        sfn.start_execution(stateMachineArn=machine, name=event["detail"]["name"], input=event["detail"]["input"])
+        sfn.stop_execution(executionArn=arn, error="Cancelled", cause="stopped by hand")
+        monkeypatch.setenv("JOBSYNC_STATE_MACHINE_ARN", machine)
+        runtime.reset()
+        out = invoke("cleanup", event, lambda_context)
     assert out["deleted"] is True and out["job"]["name"] == job_name(arn)
     assert kube_api.objects(*PYTORCHJOBS) == []
 

@@ -22,6 +22,7 @@ REF = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-t
 def loop_state(**overrides):
     state = {
         "job": dict(REF),
+        "execution": "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:nightly",
         "submittedAt": "2026-11-29T10:00:00Z",
         "deadline": "2026-11-30T10:00:00Z",
         "phase": "RUNNING",

@@ -62,7 +62,7 @@ def test_status_and_cleanup_refuse_a_job_submit_would_refuse(job_ref, field):
     cluster = RecordingCluster({NAME: job()}, expect=EXPECTED)
     with pytest.raises(InvalidInput, match=rf"^{field}: "):
         poll(parse(LoopState, loop_state(job=job_ref)), cluster, SETTINGS)
-    request = parse(CleanupRequest, {"job": job_ref, "cleanup": "always"})
+    request = parse(CleanupRequest, {"job": job_ref, "execution": EXECUTION, "cleanup": "always"})
     with pytest.raises(InvalidInput, match=rf"^{field}: "):
         cleanup_step.cleanup(request, cluster, SETTINGS)
     assert cluster.calls == []
@@ -76,18 +76,25 @@ def cleanup(cluster: RecordingCluster, **event: Any) -> dict[str, Any]:
     return cleanup_step.cleanup(parse(CleanupRequest, {"cleanup": "always", **event}), cluster, SETTINGS)
 
 
-def test_with_the_uid_the_loop_saw_cleanup_deletes_that_object_without_a_get():
+def test_with_the_uid_the_loop_saw_cleanup_still_checks_the_labels_then_deletes_that_object():
     cluster = RecordingCluster({NAME: job(uid="uid-1")}, expect=EXPECTED)
     out = cleanup(cluster, job={**REF, "uid": "uid-1"}, execution=EXECUTION)
     assert out["deleted"] is True and out["reason"] == "deleted"
-    assert cluster.calls == [("delete", NAME)]
+    assert cluster.calls == [("get", NAME), ("delete", NAME)]
 
 
-def test_an_object_that_replaced_ours_under_the_same_name_is_left_alone():
-    cluster = RecordingCluster({NAME: job(uid="uid-2", execution=None, managed=False)}, expect=EXPECTED)
+@pytest.mark.parametrize(
+    ("stored", "why"),
+    [
+        (job(uid="uid-2", execution=None, managed=False), "not created by this execution"),
+        (job(uid="uid-2"), "another object"),  # ours by its labels, but not the object the loop saw
+    ],
+)
+def test_an_object_that_replaced_ours_under_the_same_name_is_left_alone(stored, why):
+    cluster = RecordingCluster({NAME: stored}, expect=EXPECTED)
     out = cleanup(cluster, job={**REF, "uid": "uid-1"}, execution=EXECUTION)
-    assert out["deleted"] is False and "another object" in out["reason"]
-    assert NAME in cluster.objects
+    assert out["deleted"] is False and why in out["reason"] and "left alone" in out["reason"]
+    assert NAME in cluster.objects and cluster.calls == [("get", NAME)]
 
 
 @pytest.mark.parametrize(
@@ -96,14 +103,11 @@ def test_an_object_that_replaced_ours_under_the_same_name_is_left_alone():
         (job(execution=EXECUTION), EXECUTION, True),
         (job(execution=OTHER_EXECUTION), EXECUTION, False),  # another execution's job
         (job(execution=None, managed=False), EXECUTION, False),  # a person's job of that name
-        (job(execution=OTHER_EXECUTION), None, True),  # no execution named: any jobsync job
-        (job(execution=None, managed=False), None, False),
     ],
 )
 def test_without_a_uid_cleanup_checks_the_labels_first(stored, execution, deleted):
     cluster = RecordingCluster({NAME: stored}, expect=EXPECTED)
-    event = {"job": dict(REF)} | ({"execution": execution} if execution else {})
-    out = cleanup(cluster, **event)
+    out = cleanup(cluster, job=dict(REF), execution=execution)
     assert out["deleted"] is deleted
     assert (NAME in cluster.objects) is not deleted
     if not deleted:

@@ -31,10 +31,12 @@ EXIT_BAD_INPUT = 2
 def evaluate_text(text: str) -> tuple[int, dict[str, Any]]:
     """Exit status and the JSON object to print for one input document.
 
-    YAML's safe loader also reads JSON. Never raises for any text.
+    JSON is parsed as JSON (C speed: a large eks:call response in a fraction
+    of a second); only text that is not JSON goes to YAML's pure-Python safe
+    loader. Never raises for any text.
     """
     try:
-        document = yaml.safe_load(text)
+        document = _load(text)
     except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as err:
         # ValueError: YAML timestamps such as 2019-13-45 that are no dates.
         return EXIT_BAD_INPUT, {"error": "unparseable", "detail": _one_line(err)}
@@ -42,6 +44,15 @@ def evaluate_text(text: str) -> tuple[int, dict[str, Any]]:
         return EXIT_OK, evaluate_event(document)
     except EvaluationError as err:
         return EXIT_BAD_INPUT, {"error": "cannot evaluate", "detail": str(err)}
+    except (OverflowError, ValueError) as err:  # a value no check foresaw: still one clear line
+        return EXIT_BAD_INPUT, {"error": "cannot evaluate", "detail": _one_line(err)}
+
+
+def _load(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return yaml.safe_load(text)
 
 
 def _read(path: str) -> str:

@@ -55,10 +55,19 @@ def isoformat(ts: float) -> str:
 
 
 def parse(value: str | None) -> float | None:
-    """An RFC 3339 timestamp as epoch seconds; None when absent or unreadable."""
+    """An RFC 3339 timestamp as epoch seconds; None when absent, unreadable or out of range.
+
+    A time without a zone is read as UTC (Kubernetes writes UTC), never as
+    the machine's local time: the same input gives the same answer anywhere.
+    Out of range: a time that is no datetime once in UTC, such as
+    ``9999-12-31T23:00:00-05:00``.
+    """
     if not value or not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).timestamp()
+    except (ValueError, OverflowError):
         return None

@@ -35,6 +35,14 @@ class JobConflict(JobsyncError):
     """A job of the derived name exists and belongs to another execution. Not retried."""
 
 
+class NotOurJob(JobsyncError):
+    """The job a request names was not created by the request's execution: it is not read or touched.
+
+    Not retried: the object under that name belongs to someone else (a
+    person, another execution) and will not become ours.
+    """
+
+
 class ClusterAuthError(JobsyncError):
     """The Kubernetes API refused the credentials (401) even after a fresh token. Not retried."""
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from jobsync.cluster.connection import get_api_client
 from jobsync.cluster.jobs import KubeJobs
-from jobsync.errors import InvalidInput
+from jobsync.errors import ClusterConfigError, InvalidInput
 from jobsync.settings import Settings
 
 
@@ -67,9 +67,28 @@ def table() -> Any:
 
 @cache
 def stepfunctions() -> Any:
-    import boto3
+    import boto3  # cleanup (for an execution event) and callback mode need it
 
     return boto3.client("stepfunctions")
+
+
+def describe_execution(arn: str) -> dict[str, Any] | None:
+    """Step Functions' own account of an execution (DescribeExecution); None when it knows no such execution."""
+    from botocore.exceptions import ClientError
+
+    try:
+        description: dict[str, Any] = stepfunctions().describe_execution(executionArn=arn)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in {"ExecutionDoesNotExist", "InvalidArn"}:
+            return None
+        if code in {"AccessDeniedException", "AccessDenied"}:
+            raise ClusterConfigError(
+                f"states:DescribeExecution on {arn} is denied: the cleanup role must be allowed it "
+                "on this state machine's executions (template.yaml)"
+            ) from None
+        raise
+    return description
 
 
 def reset() -> None:

@@ -170,6 +170,11 @@ class Settings(_FromEnvironment):
         description="Callback mode: the longest wait for an event before one ordinary poll (a dead notifier's cost).",
     )
     table_name: str = Field("", description="Callback mode and learned hints: the stack's DynamoDB table.")
+    state_machine_arn: str = Field(
+        "",
+        description="This deployment's state machine: cleanup after an execution event acts only on its "
+        "executions, once DescribeExecution says they ended ('' refuses every such event).",
+    )
 
     @field_validator("allowed_kinds", mode="before")
     @classmethod

@@ -115,7 +115,14 @@ class KubeJobs:
         return list(json.loads(response.data).get("items") or [])
 
     def read_log(self, namespace: str, pod: str, container: str, limit_bytes: int) -> str:
-        text = self._call(
+        """The log's last lines, at most ``limit_bytes``; bytes that are not UTF-8 become U+FFFD.
+
+        ``limitBytes`` cuts bytes, often inside a character (a progress bar's
+        block characters), and a program may print anything: the client's own
+        strict decoding would fail on either, so the bytes are read as they
+        come and decoded leniently here.
+        """
+        response = self._call(
             self._core.read_namespaced_pod_log,
             pod,
             namespace,
@@ -123,8 +130,11 @@ class KubeJobs:
             limit_bytes=limit_bytes,
             tail_lines=200,
             none_on_404=True,
+            _preload_content=False,
         )
-        return text or ""
+        if response is None:
+            return ""
+        return bytes(response.data or b"").decode("utf-8", errors="replace")
 
     def _call(
         self,

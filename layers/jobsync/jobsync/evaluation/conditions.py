@@ -71,14 +71,18 @@ def timestamp_text(value: Any) -> str | None:
     """An RFC 3339 string from a status field, or None.
 
     YAML 1.1 parses an unquoted ``2019-01-11T00:51:48Z`` (as older kubectl
-    printed it) into a datetime, so those are turned back into text.
+    printed it) into a datetime, so those are turned back into text; one
+    without a zone is UTC, one that is no datetime in UTC (year 10000) None.
     """
     if isinstance(value, str):
         return value or None
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except OverflowError:
+            return None
     if isinstance(value, date):
         return value.isoformat()
     return None

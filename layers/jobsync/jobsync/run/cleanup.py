@@ -7,9 +7,8 @@ from typing import Any
 from jobsync.errors import JobConflict
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Phase
-from jobsync.run import manifests
 from jobsync.run.inputs import CleanupRequest
-from jobsync.run.loop import Cluster, allowed_spec
+from jobsync.run.loop import Cluster, allowed_spec, not_ours
 from jobsync.settings import Settings
 
 
@@ -24,10 +23,11 @@ def should_delete(mode: str, phase: str | None) -> bool:
 def cleanup(request: CleanupRequest, cluster: Cluster, settings: Settings) -> dict[str, Any]:
     """Delete the job when the request's ``cleanup`` mode asks for it and the job is ours; gone is success.
 
-    Ours: the very object the loop created (its ``uid``, a DELETE
-    precondition); for a request without a uid, a job labelled with the
-    request's execution or, naming no execution, managed by jobsync. Anything
-    else is left alone, so this Lambda cannot delete other people's jobs.
+    Ours: labelled with the request's execution (and, when the request has
+    a uid, that very object). Nothing in the request is trusted: the object
+    is read first and its labels checked, then deleted with its uid as a
+    precondition. Anything else is left alone, so this Lambda cannot delete
+    other people's jobs, whoever invokes it.
     """
     job = request.job
     spec = allowed_spec(job, settings)
@@ -37,27 +37,22 @@ def cleanup(request: CleanupRequest, cluster: Cluster, settings: Settings) -> di
     return {"job": job.model_dump(), "deleted": deleted, "reason": reason}
 
 
-def is_ours(obj: dict[str, Any], execution: str | None) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    if execution is not None:
-        return labels.get(manifests.EXECUTION_LABEL) == manifests.execution_label(execution)
-    return labels.get(manifests.MANAGED_BY) == "jobsync"
+def is_ours(obj: dict[str, Any], execution: str) -> bool:
+    return not_ours(obj, execution) is None
 
 
 def delete_if_ours(
-    cluster: Cluster, spec: KindSpec, namespace: str, name: str, execution: str | None, uid: str | None = None
+    cluster: Cluster, spec: KindSpec, namespace: str, name: str, execution: str, uid: str | None = None
 ) -> tuple[bool, str]:
-    """(deleted, why). Without ``uid``: one GET to check the labels, then a DELETE of that uid. Gone is success."""
-    if uid is None:
-        existing = cluster.get(spec, namespace, name)
-        if existing is None:
-            return False, "already gone"
-        if not is_ours(existing, execution):
-            who = "this execution" if execution is not None else "jobsync"
-            return False, f"not created by {who}: left alone"
-        uid = (existing.get("metadata") or {}).get("uid")
+    """(deleted, why): one GET to check the labels (and ``uid``), then a DELETE of that uid. Gone is success."""
+    existing = cluster.get(spec, namespace, name)
+    if existing is None:
+        return False, "already gone"
+    why = not_ours(existing, execution, uid)
+    if why is not None:
+        return False, f"{why}: left alone"
     try:
-        deleted = cluster.delete(spec, namespace, name, uid)
+        deleted = cluster.delete(spec, namespace, name, (existing.get("metadata") or {}).get("uid"))
     except JobConflict:
         return False, "the name now belongs to another object: left alone"
     return deleted, "deleted" if deleted else "already gone"

@@ -20,23 +20,33 @@ What the event gives, and how the job is found from it:
   execution's is deleted;
 - the input's ``cleanup`` setting is honoured: ``never`` keeps the job,
   ``onFailure`` and ``always`` delete it (the execution did not succeed).
-  An event without the input (EventBridge leaves out inputs over its size
-  limit) is treated as the default, ``onFailure``.
+  The input is the one DescribeExecution returns, so an event that left it
+  out (EventBridge drops inputs over its size limit) is handled by the
+  input's real setting.
 
 A job that is already gone is success; a job of that name that another
 execution (or a person) created is left alone. The event arrives for FAILED
 executions that did run their Cleanup state too: the job is then already
 gone, or kept on purpose (``never``), and nothing changes.
+
+The event itself is only a claim: anyone allowed events:PutEvents on the
+bus, or lambda:InvokeFunction on the function, can send one. So before the
+cluster is asked anything, Step Functions is (DescribeExecution): the
+execution must be one of this deployment's state machine
+(``JOBSYNC_STATE_MACHINE_ARN``) and must really have ended as ABORTED,
+TIMED_OUT or FAILED. Its input, the ``cleanup`` setting and the kind, is
+taken from that answer too, not from the event.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobsync.errors import InvalidInput
+from jobsync.errors import ClusterConfigError, InvalidInput
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.run import manifests
 from jobsync.run.cleanup import delete_if_ours, should_delete
@@ -74,8 +84,15 @@ def is_execution_event(event: Any) -> bool:
     return isinstance(event, dict) and "detail-type" in event
 
 
-def cleanup_after(event: Any, cluster: Cluster, settings: Settings) -> dict[str, Any]:
-    """Delete the job of an execution that ended outside the loop, if its ``cleanup`` setting asks for it."""
+Describe = Callable[[str], "dict[str, Any] | None"]
+
+
+def cleanup_after(event: Any, cluster: Cluster, settings: Settings, describe: Describe) -> dict[str, Any]:
+    """Delete the job of an execution that ended outside the loop, if its ``cleanup`` setting asks for it.
+
+    ``describe`` is DescribeExecution (``jobsync.runtime.describe_execution``):
+    None for an execution Step Functions does not know.
+    """
     change: ExecutionStatusChange = parse(ExecutionStatusChange, event)
     detail = change.detail
     arn, status = detail.executionArn, detail.status
@@ -84,8 +101,16 @@ def cleanup_after(event: Any, cluster: Cluster, settings: Settings) -> dict[str,
     result: dict[str, Any] = {"execution": arn, "status": status, "job": job, "deleted": False}
     if status not in ENDED_OUTSIDE_THE_LOOP:
         return {**result, "reason": f"the execution is {status}: nothing to clean up"}
+    _execution_input(detail.input)  # a malformed event is refused by name, before any request
 
-    execution_input = _execution_input(detail)
+    description, why = _verified(arn, settings, describe)
+    if description is None:
+        return {**result, "reason": f"{why}: left alone"}
+    status = result["status"] = str(description.get("status"))
+    if status not in ENDED_OUTSIDE_THE_LOOP:
+        return {**result, "reason": f"Step Functions says the execution is {status}: left alone"}
+
+    execution_input = _execution_input(description.get("input"))
     mode = execution_input.get("cleanup", "onFailure")
     if mode not in CLEANUP_MODES:
         mode = "onFailure"  # submit refused the input, so there is no job; the label check below still applies
@@ -108,11 +133,31 @@ def cleanup_after(event: Any, cluster: Cluster, settings: Settings) -> dict[str,
     return {**result, "job": ref, "reason": reason}
 
 
-def _execution_input(detail: ExecutionDetail) -> dict[str, Any]:
-    if detail.input is None:
+def _verified(arn: str, settings: Settings, describe: Describe) -> tuple[dict[str, Any] | None, str]:
+    """(DescribeExecution of ``arn``, "") when it is an execution of this deployment's state machine;
+    else (None, why not)."""
+    machine = settings.state_machine_arn
+    if not machine:
+        raise ClusterConfigError(
+            "environment variable JOBSYNC_STATE_MACHINE_ARN is not set: cleanup cannot check with Step "
+            "Functions that an execution ended, so it acts on no execution event"
+        )
+    executions = machine.replace(":stateMachine:", ":execution:", 1) + ":"
+    if not arn.startswith(executions):
+        return None, "not an execution of this deployment's state machine"
+    description = describe(arn)
+    if description is None:
+        return None, "Step Functions knows no such execution"
+    if description.get("stateMachineArn") != machine:
+        return None, "not an execution of this deployment's state machine"
+    return description, ""
+
+
+def _execution_input(text: str | None) -> dict[str, Any]:
+    if text is None:
         return {}
     try:
-        value = json.loads(detail.input)
+        value = json.loads(text)
     except ValueError:
         raise InvalidInput("detail.input: not JSON (the execution input, as a JSON string)") from None
     if not isinstance(value, dict):

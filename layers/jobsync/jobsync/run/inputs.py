@@ -68,7 +68,7 @@ class LoopState(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     job: JobRef
-    execution: str | None = None
+    execution: str = Field(pattern=EXECUTION_ARN)  # status reads only the job this execution created
     cleanup: CleanupMode = "onFailure"
     submittedAt: str
     deadline: str
@@ -98,14 +98,14 @@ class LoopState(BaseModel):
 class CleanupRequest(BaseModel):
     """Cleanup takes the loop state (or just the job) and, from a Catch, the error.
 
-    ``execution`` (the loop state carries it) lets cleanup check that the job
-    is the one this execution created before deleting it.
+    ``execution`` (the loop state carries it) is required: cleanup deletes
+    only a job labelled as the one this execution created.
     """
 
     model_config = ConfigDict(extra="ignore")
 
     job: JobRef
-    execution: str | None = Field(default=None, pattern=EXECUTION_ARN)
+    execution: str = Field(pattern=EXECUTION_ARN)
     cleanup: CleanupMode = "onFailure"
     phase: str | None = None
 

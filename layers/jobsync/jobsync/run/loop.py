@@ -14,9 +14,10 @@ from collections.abc import Generator
 from typing import Any, Protocol
 
 from jobsync import clock
-from jobsync.errors import InvalidInput
+from jobsync.errors import InvalidInput, NotOurJob
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Phase
+from jobsync.run import manifests
 from jobsync.run.inputs import JobRef, LoopState
 from jobsync.run.policy import PollState, budget_floor, next_wait
 from jobsync.settings import Settings
@@ -44,6 +45,24 @@ def allowed_spec(job: JobRef, settings: Settings) -> KindSpec:
         allowed = ", ".join(f"{s.api_version}/{s.kind}" for s in settings.allowed_kinds)
         raise InvalidInput(f"job.kind: {job.apiVersion}/{job.kind} is not allowed here (allowed: {allowed})")
     return spec
+
+
+def not_ours(obj: dict[str, Any], execution: str, uid: str | None = None) -> str | None:
+    """Why ``obj`` is not the job ``execution`` created (None when it is): its label, and ``uid`` if given."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if labels.get(manifests.EXECUTION_LABEL) != manifests.execution_label(execution):
+        return "not created by this execution"
+    if uid is not None and meta.get("uid") != uid:
+        return "the name now belongs to another object"
+    return None
+
+
+def ensure_ours(obj: dict[str, Any], job: JobRef, execution: str) -> None:
+    """Raise NotOurJob unless ``obj`` is the job ``execution`` created (the object ``job.uid``, when known)."""
+    why = not_ours(obj, execution, job.uid)
+    if why is not None:
+        raise NotOurJob(f"{job.kind} {job.namespace}/{job.name} is {why}: left alone")
 
 
 def with_next_wait(state: LoopState, now: float, settings: Settings, watched: float = 0.0) -> LoopState:

@@ -12,7 +12,7 @@ from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
 from jobsync.run import diagnostics
 from jobsync.run.inputs import LoopState
-from jobsync.run.loop import Cluster, allowed_spec, epoch, with_next_wait
+from jobsync.run.loop import Cluster, allowed_spec, ensure_ours, epoch, with_next_wait
 from jobsync.settings import Settings
 
 
@@ -50,6 +50,7 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
         phase, reason = LoopPhase.NOT_FOUND, "JobDeleted"
         message = f"the job no longer exists (last seen {state.phase}); deleted by hand or by ttlSecondsAfterFinished"
     else:
+        ensure_ours(obj, state.job, state.execution)  # another's job: its pods and logs are never read
         explained = _explain(evaluate(obj), obj, spec, state, now, since_submit, cluster, settings)
         verdict = explained.verdict
         phase, reason, message = LoopPhase.of(verdict.phase), verdict.reason, verdict.message
