@@ -387,7 +387,7 @@ class CRD:
 class Fault:
     """Something to do instead of (or before) answering a request."""
 
-    kind: str  # "status" | "drop" | "delay"
+    kind: str  # "status" | "drop" | "delay" | "stall_after"
     code: int = 0
     reason: str = ""
     message: str = ""
@@ -407,6 +407,11 @@ class Fault:
     def delay(cls, seconds: float) -> Fault:
         """Sleep, then answer normally: for read-timeout tests."""
         return cls("delay", seconds=seconds)
+
+    @classmethod
+    def stall_after(cls, seconds: float) -> Fault:
+        """Do the request, then sleep before answering: the change is made, the client may never hear of it."""
+        return cls("stall_after", seconds=seconds)
 
     # The common ones, with the messages a real EKS control plane sends.
     @classmethod
@@ -1231,9 +1236,10 @@ class _Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
+        self._stall = fault.seconds if fault and fault.kind == "stall_after" else 0.0
         if fault and fault.kind == "delay":
             time.sleep(fault.seconds)
-        elif fault:
+        elif fault and fault.kind != "stall_after":
             headers = {"Retry-After": str(int(fault.retry_after))} if fault.retry_after is not None else {}
             self._send_json(fault.code, status_body(fault.code, fault.reason, fault.message), headers)
             return
@@ -1325,6 +1331,8 @@ class _Handler(BaseHTTPRequestHandler):
         self, code: int, body: Any, headers: dict[str, str] | None = None, warnings: list[str] | None = None
     ) -> int:
         self._record.status = code  # before any byte goes out: the client may read the log right after
+        if getattr(self, "_stall", 0.0):
+            time.sleep(self._stall)  # Fault.stall_after: the request is done, its answer is late
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         payload = json.dumps(body).encode()
