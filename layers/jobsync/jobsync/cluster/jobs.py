@@ -18,7 +18,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch import Watch
 
 from jobsync.cluster.errors import TRANSPORT_ERRORS, api_message, from_api_exception, unreachable
-from jobsync.errors import JobConflict
+from jobsync.errors import JobConflict, WatchExpired
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.settings import REQUEST_TIMEOUT
 
@@ -84,29 +84,40 @@ class KubeJobs:
     def watch(
         self, spec: KindSpec, namespace: str, name: str, resource_version: str, seconds: int
     ) -> Generator[tuple[str, dict[str, Any]], None, None]:
-        """(event type, object) for changes of one job after ``resource_version``, for up to ``seconds``."""
-        stream = Watch().stream(
-            self._custom.list_namespaced_custom_object,
-            spec.group,
-            spec.version,
-            namespace,
-            spec.plural,
-            field_selector=f"metadata.name={name}",
-            resource_version=resource_version,
-            timeout_seconds=seconds,
-            _request_timeout=(REQUEST_TIMEOUT[0], seconds + REQUEST_TIMEOUT[1]),
-        )
+        """(event type, object) for changes of one job after ``resource_version``, for up to ``seconds``.
+
+        With an empty ``resource_version`` the watch starts now: the API sends the
+        job as it is (ADDED) first. A version that has left the API's window
+        (410 Gone, as a stream ERROR event or as the answer) raises WatchExpired.
+        """
+        options: dict[str, Any] = {"resource_version": resource_version} if resource_version else {}
         try:
-            for event in stream:
-                if event["type"] == "ERROR":  # e.g. 410 Gone: the caller's GET result stands
-                    return
-                yield event["type"], event["object"]
+            stream = Watch().stream(
+                self._custom.list_namespaced_custom_object,
+                spec.group,
+                spec.version,
+                namespace,
+                spec.plural,
+                field_selector=f"metadata.name={name}",
+                timeout_seconds=seconds,
+                _request_timeout=(REQUEST_TIMEOUT[0], seconds + REQUEST_TIMEOUT[1]),
+                **options,
+            )
+            try:
+                for event in stream:
+                    if event["type"] == "ERROR":
+                        if (event.get("raw_object") or {}).get("code") == 410:
+                            raise WatchExpired(f"watch from resourceVersion {resource_version} expired (410)")
+                        return  # the caller's GET result stands
+                    yield event["type"], event["object"]
+            finally:
+                stream.close()  # hang up now, not when the garbage collector gets to it
         except ApiException as exc:
+            if exc.status == 410:
+                raise WatchExpired(f"watch from resourceVersion {resource_version} expired: {exc.reason}") from None
             raise from_api_exception(exc) from None
         except TRANSPORT_ERRORS as exc:
             raise unreachable(exc) from None
-        finally:
-            stream.close()  # hang up now, not when the garbage collector gets to it
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         response = self._call(
