@@ -17,8 +17,14 @@ from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch import Watch
 
-from jobsync.cluster.errors import TRANSPORT_ERRORS, api_message, from_api_exception, unreachable
-from jobsync.errors import JobConflict, WatchExpired
+from jobsync.cluster.errors import (
+    TRANSPORT_ERRORS,
+    api_message,
+    from_api_exception,
+    is_object_not_found,
+    unreachable,
+)
+from jobsync.errors import JobConflict, TransientClusterError, WatchExpired
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.settings import REQUEST_TIMEOUT
 
@@ -46,16 +52,30 @@ class KubeJobs:
         )
 
     def get(self, spec: KindSpec, namespace: str, name: str) -> dict[str, Any] | None:
-        """The job, or None when the API says 404."""
-        return self._call(
-            self._custom.get_namespaced_custom_object,
-            spec.group,
-            spec.version,
-            namespace,
-            spec.plural,
-            name,
-            none_on_404=True,
-        )
+        """The job, or None when the API says this job does not exist.
+
+        Only an object's 404 (its Status names this job, or its namespace) is
+        None. A 404 for the resource type or the path ("the server could not
+        find the requested resource", as while a CRD is being re-established)
+        says nothing of the job: TransientClusterError.
+        """
+        try:
+            return self._call(
+                self._custom.get_namespaced_custom_object,
+                spec.group,
+                spec.version,
+                namespace,
+                spec.plural,
+                name,
+                handle={404},
+            )
+        except ApiException as exc:
+            if is_object_not_found(exc, spec.plural, namespace, name):
+                return None
+            raise TransientClusterError(
+                f"Kubernetes API answered 404 for the resource, not for {spec.kind} {namespace}/{name}: "
+                f"{api_message(exc)}"
+            ) from None
 
     def delete(self, spec: KindSpec, namespace: str, name: str, uid: str | None = None) -> bool:
         """Delete with background propagation (the pods go too); False when it was already gone.

@@ -35,12 +35,21 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
     In watch mode (``settings.watch_seconds``) the GET is followed by a watch
     on the job that returns as soon as its phase changes; the Wait state then
     has (almost) nothing left to wait.
+
+    A job found missing after the not-found grace is looked up once more
+    before the run ends as NOT_FOUND: one wrong 404 cannot end a run. A 404
+    that is not this job's (the resource type's, while a CRD is being
+    re-established) is TransientClusterError, retried (``KubeJobs.get``).
     """
     spec = allowed_spec(state.job, settings)
     obj = cluster.get(spec, state.job.namespace, state.job.name)
     watched = 0.0
     if obj is not None and settings.watch_seconds:
         obj, watched = _watch_for_change(cluster, spec, state, obj, settings)
+    if obj is None and clock.now() - epoch(state.submittedAt) >= settings.not_found_grace_seconds:
+        # A disappearance ends the run: one answer must not decide it. Look again; a job
+        # that is really gone is gone on the second look too.
+        obj = cluster.get(spec, state.job.namespace, state.job.name)
     now = clock.now()
     since_submit = now - epoch(state.submittedAt)
     explained = Explanation(Evaluation(Phase.PENDING, ""))
