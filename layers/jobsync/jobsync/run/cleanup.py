@@ -18,7 +18,7 @@ def should_delete(mode: str, phase: str | None) -> bool:
         return True
     if mode == "never":
         return False
-    return phase != Phase.SUCCEEDED  # onFailure: anything but success, errors included
+    return phase not in (Phase.SUCCEEDED, "ERROR")  # onFailure: a job's failure; a jobsync error says nothing of it
 
 
 def cleanup(request: CleanupRequest, cluster: Cluster, settings: Settings) -> dict[str, Any]:
