@@ -10,6 +10,7 @@ dicts, as the API sends them.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
@@ -29,6 +30,10 @@ from jobsync.evaluation.kinds import KindSpec
 from jobsync.settings import REQUEST_TIMEOUT
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+# The uids of DELETEs sent whose answer never came (see KubeJobs.delete).
+_UNANSWERED_DELETES: set[str] = set()
 
 
 class KubeJobs:
@@ -82,24 +87,47 @@ class KubeJobs:
 
         With ``uid``, only that very object: when the name now belongs to
         another object the API refuses (409), raised here as JobConflict.
+
+        A DELETE whose answer is lost (read timeout, dropped connection) may
+        have been carried out. Its uid is remembered: when a DELETE of that uid
+        then answers 404, it is this execution's first DELETE that removed it,
+        and the answer is True. (Remembered in this process only: a retry in
+        another Lambda sandbox reports False, "already gone".)
         """
         options: dict[str, Any] = {"body": {"preconditions": {"uid": uid}}} if uid else {}
         try:
-            result = self._call(
-                self._custom.delete_namespaced_custom_object,
+            self._custom.delete_namespaced_custom_object(
                 spec.group,
                 spec.version,
                 namespace,
                 spec.plural,
                 name,
                 propagation_policy="Background",
-                none_on_404=True,
-                handle={409} if uid else set(),
                 **options,
             )
-        except ApiException as exc:  # 409: the uid precondition failed
-            raise JobConflict(f"{spec.kind} {namespace}/{name} is not the object {uid}: {api_message(exc)}") from None
-        return result is not None
+        except ApiException as exc:
+            if exc.status == 404:
+                if uid is not None and uid in _UNANSWERED_DELETES:
+                    _UNANSWERED_DELETES.discard(uid)
+                    logger.info("%s %s/%s: deleted (the first DELETE's answer was lost)", spec.kind, namespace, name)
+                    return True
+                return False
+            if exc.status == 409 and uid:  # the uid precondition failed
+                raise JobConflict(
+                    f"{spec.kind} {namespace}/{name} is not the object {uid}: {api_message(exc)}"
+                ) from None
+            raise from_api_exception(exc) from None
+        except TransientClusterError:  # the API client's word for a transport failure
+            if uid is not None:
+                _UNANSWERED_DELETES.add(uid)
+            raise
+        except TRANSPORT_ERRORS as exc:
+            if uid is not None:
+                _UNANSWERED_DELETES.add(uid)
+            raise unreachable(exc) from None
+        if uid is not None:
+            _UNANSWERED_DELETES.discard(uid)
+        return True
 
     def watch(
         self, spec: KindSpec, namespace: str, name: str, resource_version: str, seconds: int
