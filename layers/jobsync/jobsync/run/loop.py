@@ -78,12 +78,13 @@ def with_next_wait(
     else:
         wait = next_wait(poll_state, settings.wait_bounds)
         if jitter:
-            wait = jittered(wait, state.job, state.polls, poll_state.deadline - now)
+            wait = jittered(wait, state.job, state.polls, poll_state.deadline - now, settings.wait_bounds.max_seconds)
     return state.model_copy(update={"waitSeconds": wait})
 
 
-def jittered(wait: int, job: JobRef, polls: int, left: float) -> int:
-    """``wait`` plus up to ``JITTER_FRACTION`` of it, never past the deadline (``left`` s away), never below 1 s.
+def jittered(wait: int, job: JobRef, polls: int, left: float, longest: int) -> int:
+    """``wait`` plus up to ``JITTER_FRACTION`` of it; never past the deadline (``left`` s away) nor
+    ``longest`` (MaxWaitSeconds), unless the policy's wait already is; never below 1 s.
 
     The share comes from a hash of the job (its uid, else its name) and the
     poll number: jobs submitted together spread apart, and a run is
@@ -93,7 +94,7 @@ def jittered(wait: int, job: JobRef, polls: int, left: float) -> int:
     """
     digest = hashlib.sha256(f"{job.uid or job.name}/{polls}".encode()).digest()
     share = int.from_bytes(digest[:8], "big") / 2**64
-    longer = wait + math.floor(share * JITTER_FRACTION * wait)
+    longer = min(wait + math.floor(share * JITTER_FRACTION * wait), max(wait, longest))
     return max(1, min(longer, max(wait, math.floor(left))))
 
 
