@@ -9,7 +9,7 @@ from dataclasses import dataclass
 class Fault:
     """Something to do instead of (or before) answering a request."""
 
-    kind: str  # "status" | "drop" | "delay"
+    kind: str  # "status" | "drop" | "delay" | "stall_after"
     code: int = 0
     reason: str = ""
     message: str = ""
@@ -29,6 +29,11 @@ class Fault:
     def delay(cls, seconds: float) -> Fault:
         """Sleep, then answer normally: for read-timeout tests."""
         return cls("delay", seconds=seconds)
+
+    @classmethod
+    def stall_after(cls, seconds: float) -> Fault:
+        """Do the request, then sleep before answering: the change is made, the client may never hear of it."""
+        return cls("stall_after", seconds=seconds)
 
     # The common ones, with the messages a real EKS control plane sends.
     @classmethod

@@ -111,9 +111,10 @@ class Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
+        self._stall = fault.seconds if fault and fault.kind == "stall_after" else 0.0
         if fault and fault.kind == "delay":
             time.sleep(fault.seconds)
-        elif fault:
+        elif fault and fault.kind != "stall_after":
             headers = {"Retry-After": str(int(fault.retry_after))} if fault.retry_after is not None else {}
             self._send_json(fault.code, status_body(fault.code, fault.reason, fault.message), headers)
             return
@@ -204,6 +205,8 @@ class Handler(BaseHTTPRequestHandler):
         self, code: int, body: Any, headers: dict[str, str] | None = None, warnings: list[str] | None = None
     ) -> int:
         self._record.status = code  # before any byte goes out: the client may read the log right after
+        if getattr(self, "_stall", 0.0):
+            time.sleep(self._stall)  # Fault.stall_after: the request is done, its answer is late
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         payload = json.dumps(body).encode()

@@ -51,6 +51,14 @@ class ClusterRequestFailed(JobsyncError):
     """The Kubernetes API refused a request for a reason a retry cannot fix (a missing CRD, ...)."""
 
 
+class WatchExpired(JobsyncError):
+    """A watch's resourceVersion left the API server's window (410 Gone, "too old resource version").
+
+    Expected after enough unrelated writes: the status step keeps the GET's
+    verdict and watches again from now. It never leaves the status step.
+    """
+
+
 class ClusterConfigError(JobsyncError):
     """Misconfiguration a retry cannot fix: missing settings, no such cluster, no AWS credentials."""
 

@@ -32,8 +32,9 @@ The client itself, on every call:
 
 Retries: the state machine owns retries (with backoff), so urllib3 retries only
 what is safe and quick: up to two failed connects, and one read failure on
-idempotent methods (never POST/PATCH), which covers a pooled connection that
-died while the container was frozen. Redirects are not followed, so the token
+reads (GET, HEAD; never POST/PATCH, nor DELETE, whose lost answer the
+cleanup must hear of: ``KubeJobs.delete``), which covers a pooled connection
+that died while the container was frozen. Redirects are not followed, so the token
 is never sent to another host. Worst case for one GET is about
 3 x connect_timeout + 2 x read_timeout: give the Lambdas 60 s or more.
 
@@ -178,10 +179,23 @@ def reset_cache() -> None:
     eks_token.reset()
 
 
+# Methods urllib3 may send again after a read failure (a connect failure never reached the server).
+READ_RETRIED_METHODS = frozenset({"GET", "HEAD"})
+
+
 def _build(settings: ClusterSettings) -> _Entry:
     _quiet_transport_logs()
     cfg = k8s.Configuration()
-    cfg.retries = urllib3.Retry(total=2, connect=2, read=1, status=0, other=0, redirect=False, backoff_factor=0.2)
+    cfg.retries = urllib3.Retry(
+        total=2,
+        connect=2,
+        read=1,
+        status=0,
+        other=0,
+        redirect=False,
+        backoff_factor=0.2,
+        allowed_methods=READ_RETRIED_METHODS,
+    )
     reauth: Callable[[], None] | None = None
     ca_file: str | None = None
 

@@ -6,6 +6,7 @@ Messages name the cluster (its label), never its endpoint, CA or token.
 from __future__ import annotations
 
 import json
+import re
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -30,6 +31,30 @@ def api_message(exc: ApiException) -> str:
         return str(body.get("message") or exc.reason)
     except (ValueError, AttributeError, TypeError):
         return str(exc.reason)
+
+
+def is_object_not_found(exc: ApiException, plural: str, namespace: str, name: str) -> bool:
+    """Whether a 404 says the object ``name`` (or its namespace) does not exist.
+
+    An object's 404 names it: ``details`` holds its ``name`` and ``kind`` (the
+    plural), and the message reads ``<plural>.<group> "<name>" not found``. A
+    404 for the resource type or the path ("the server could not find the
+    requested resource") names nothing, and is not the object's.
+    """
+    try:
+        body = json.loads(exc.body or "")
+    except (ValueError, TypeError):
+        body = None
+    if not isinstance(body, dict):
+        return False
+    details = body.get("details") if isinstance(body.get("details"), dict) else {}
+    if details.get("name"):
+        this_job = details.get("name") == name and details.get("kind") in (plural, None)
+        its_namespace = details.get("name") == namespace and details.get("kind") == "namespaces"
+        return this_job or its_namespace
+    # No details (some proxies and older servers): the message names the resource and the object.
+    match = re.match(r'^([a-z0-9-]+)(\.[a-z0-9.-]+)? "[^"]*" not found$', str(body.get("message") or ""))
+    return bool(match) and match.group(1) in (plural, "namespaces")
 
 
 def _named(label: str | None, message: str) -> str:

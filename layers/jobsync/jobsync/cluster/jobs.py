@@ -10,6 +10,7 @@ dicts, as the API sends them.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
@@ -17,12 +18,22 @@ from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch import Watch
 
-from jobsync.cluster.errors import TRANSPORT_ERRORS, api_message, from_api_exception, unreachable
-from jobsync.errors import JobConflict
+from jobsync.cluster.errors import (
+    TRANSPORT_ERRORS,
+    api_message,
+    from_api_exception,
+    is_object_not_found,
+    unreachable,
+)
+from jobsync.errors import JobConflict, TransientClusterError, WatchExpired
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.settings import REQUEST_TIMEOUT
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+# The uids of DELETEs sent whose answer never came (see KubeJobs.delete).
+_UNANSWERED_DELETES: set[str] = set()
 
 
 class KubeJobs:
@@ -46,67 +57,115 @@ class KubeJobs:
         )
 
     def get(self, spec: KindSpec, namespace: str, name: str) -> dict[str, Any] | None:
-        """The job, or None when the API says 404."""
-        return self._call(
-            self._custom.get_namespaced_custom_object,
-            spec.group,
-            spec.version,
-            namespace,
-            spec.plural,
-            name,
-            none_on_404=True,
-        )
+        """The job, or None when the API says this job does not exist.
+
+        Only an object's 404 (its Status names this job, or its namespace) is
+        None. A 404 for the resource type or the path ("the server could not
+        find the requested resource", as while a CRD is being re-established)
+        says nothing of the job: TransientClusterError.
+        """
+        try:
+            return self._call(
+                self._custom.get_namespaced_custom_object,
+                spec.group,
+                spec.version,
+                namespace,
+                spec.plural,
+                name,
+                handle={404},
+            )
+        except ApiException as exc:
+            if is_object_not_found(exc, spec.plural, namespace, name):
+                return None
+            raise TransientClusterError(
+                f"Kubernetes API answered 404 for the resource, not for {spec.kind} {namespace}/{name}: "
+                f"{api_message(exc)}"
+            ) from None
 
     def delete(self, spec: KindSpec, namespace: str, name: str, uid: str | None = None) -> bool:
         """Delete with background propagation (the pods go too); False when it was already gone.
 
         With ``uid``, only that very object: when the name now belongs to
         another object the API refuses (409), raised here as JobConflict.
+
+        A DELETE whose answer is lost (read timeout, dropped connection) may
+        have been carried out. Its uid is remembered: when a DELETE of that uid
+        then answers 404, it is this execution's first DELETE that removed it,
+        and the answer is True. (Remembered in this process only: a retry in
+        another Lambda sandbox reports False, "already gone".)
         """
         options: dict[str, Any] = {"body": {"preconditions": {"uid": uid}}} if uid else {}
         try:
-            result = self._call(
-                self._custom.delete_namespaced_custom_object,
+            self._custom.delete_namespaced_custom_object(
                 spec.group,
                 spec.version,
                 namespace,
                 spec.plural,
                 name,
                 propagation_policy="Background",
-                none_on_404=True,
-                handle={409} if uid else set(),
                 **options,
             )
-        except ApiException as exc:  # 409: the uid precondition failed
-            raise JobConflict(f"{spec.kind} {namespace}/{name} is not the object {uid}: {api_message(exc)}") from None
-        return result is not None
+        except ApiException as exc:
+            if exc.status == 404:
+                if uid is not None and uid in _UNANSWERED_DELETES:
+                    _UNANSWERED_DELETES.discard(uid)
+                    logger.info("%s %s/%s: deleted (the first DELETE's answer was lost)", spec.kind, namespace, name)
+                    return True
+                return False
+            if exc.status == 409 and uid:  # the uid precondition failed
+                raise JobConflict(
+                    f"{spec.kind} {namespace}/{name} is not the object {uid}: {api_message(exc)}"
+                ) from None
+            raise from_api_exception(exc) from None
+        except TransientClusterError:  # the API client's word for a transport failure
+            if uid is not None:
+                _UNANSWERED_DELETES.add(uid)
+            raise
+        except TRANSPORT_ERRORS as exc:
+            if uid is not None:
+                _UNANSWERED_DELETES.add(uid)
+            raise unreachable(exc) from None
+        if uid is not None:
+            _UNANSWERED_DELETES.discard(uid)
+        return True
 
     def watch(
         self, spec: KindSpec, namespace: str, name: str, resource_version: str, seconds: int
     ) -> Generator[tuple[str, dict[str, Any]], None, None]:
-        """(event type, object) for changes of one job after ``resource_version``, for up to ``seconds``."""
-        stream = Watch().stream(
-            self._custom.list_namespaced_custom_object,
-            spec.group,
-            spec.version,
-            namespace,
-            spec.plural,
-            field_selector=f"metadata.name={name}",
-            resource_version=resource_version,
-            timeout_seconds=seconds,
-            _request_timeout=(REQUEST_TIMEOUT[0], seconds + REQUEST_TIMEOUT[1]),
-        )
+        """(event type, object) for changes of one job after ``resource_version``, for up to ``seconds``.
+
+        With an empty ``resource_version`` the watch starts now: the API sends the
+        job as it is (ADDED) first. A version that has left the API's window
+        (410 Gone, as a stream ERROR event or as the answer) raises WatchExpired.
+        """
+        options: dict[str, Any] = {"resource_version": resource_version} if resource_version else {}
         try:
-            for event in stream:
-                if event["type"] == "ERROR":  # e.g. 410 Gone: the caller's GET result stands
-                    return
-                yield event["type"], event["object"]
+            stream = Watch().stream(
+                self._custom.list_namespaced_custom_object,
+                spec.group,
+                spec.version,
+                namespace,
+                spec.plural,
+                field_selector=f"metadata.name={name}",
+                timeout_seconds=seconds,
+                _request_timeout=(REQUEST_TIMEOUT[0], seconds + REQUEST_TIMEOUT[1]),
+                **options,
+            )
+            try:
+                for event in stream:
+                    if event["type"] == "ERROR":
+                        if (event.get("raw_object") or {}).get("code") == 410:
+                            raise WatchExpired(f"watch from resourceVersion {resource_version} expired (410)")
+                        return  # the caller's GET result stands
+                    yield event["type"], event["object"]
+            finally:
+                stream.close()  # hang up now, not when the garbage collector gets to it
         except ApiException as exc:
+            if exc.status == 410:
+                raise WatchExpired(f"watch from resourceVersion {resource_version} expired: {exc.reason}") from None
             raise from_api_exception(exc) from None
         except TRANSPORT_ERRORS as exc:
             raise unreachable(exc) from None
-        finally:
-            stream.close()  # hang up now, not when the garbage collector gets to it
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         response = self._call(

@@ -17,7 +17,7 @@ def should_delete(mode: str, phase: str | None) -> bool:
         return True
     if mode == "never":
         return False
-    return phase != Phase.SUCCEEDED  # onFailure: anything but success, errors included
+    return phase not in (Phase.SUCCEEDED, "ERROR")  # onFailure: a job's failure; a jobsync error says nothing of it
 
 
 def cleanup(request: CleanupRequest, cluster: Cluster, settings: Settings) -> dict[str, Any]:
@@ -46,6 +46,14 @@ def delete_if_ours(
 ) -> tuple[bool, str]:
     """(deleted, why): one GET to check the labels (and ``uid``), then a DELETE of that uid. Gone is success."""
     existing = cluster.get(spec, namespace, name)
+    if existing is None and uid is not None:
+        # Gone: perhaps by this execution's own DELETE whose answer was lost. Asking again with the uid
+        # precondition touches nothing (there is nothing, or another object refuses it), and the client
+        # remembers the DELETEs it lost.
+        try:
+            return (True, "deleted") if cluster.delete(spec, namespace, name, uid) else (False, "already gone")
+        except JobConflict:
+            return False, "the name now belongs to another object: left alone"
     if existing is None:
         return False, "already gone"
     why = not_ours(existing, execution, uid)

@@ -19,6 +19,9 @@ DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 EXECUTION_ARN = r"^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:execution:[^:]+:[^:]+$"
 S3_URI = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/.+"
 PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A hint past any deadline a deployment allows is a mistake (and 10**400 overflows the wait
+# policy's float arithmetic): refused here by name; submit also holds it to max_timeout_seconds.
+MAX_EXPECTED_DURATION_SECONDS = 365 * 86400
 
 
 class _Strict(BaseModel):
@@ -34,7 +37,7 @@ class SubmitRequest(_Strict):
     parameters: dict[str, str | int | float | bool] = Field(default_factory=dict)
     namespace: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63)
     timeoutSeconds: int | None = Field(default=None, gt=0)
-    expectedDurationSeconds: int | None = Field(default=None, gt=0)
+    expectedDurationSeconds: int | None = Field(default=None, gt=0, le=MAX_EXPECTED_DURATION_SECONDS)
     cleanup: CleanupMode = "onFailure"
 
     @model_validator(mode="after")
@@ -72,7 +75,7 @@ class LoopState(BaseModel):
     cleanup: CleanupMode = "onFailure"
     submittedAt: str
     deadline: str
-    expectedDurationSeconds: int | None = None
+    expectedDurationSeconds: int | None = Field(default=None, le=MAX_EXPECTED_DURATION_SECONDS)
     phase: str
     reason: str = ""
     message: str = ""

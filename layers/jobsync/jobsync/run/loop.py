@@ -9,6 +9,7 @@ of them, and shape the output.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Generator
 from typing import Any, Protocol
@@ -65,8 +66,19 @@ def ensure_ours(obj: dict[str, Any], job: JobRef, execution: str) -> None:
         raise NotOurJob(f"{job.kind} {job.namespace}/{job.name} is {why}: left alone")
 
 
-def with_next_wait(state: LoopState, now: float, settings: Settings, watched: float = 0.0) -> LoopState:
-    """``state`` with ``waitSeconds`` from the policy (or, in watch mode, the poll budget alone)."""
+# Jitter: at most this share of the wait is added (see ``jitter``).
+JITTER_FRACTION = 0.1
+
+
+def with_next_wait(
+    state: LoopState, now: float, settings: Settings, watched: float = 0.0, jitter: bool = True
+) -> LoopState:
+    """``state`` with ``waitSeconds`` from the policy (or, in watch mode, the poll budget alone).
+
+    The policy's wait then gets its jitter (``jitter``), a separate step, so
+    jobs submitted together do not poll in lockstep; ``jitter=False`` gives
+    the policy's wait alone.
+    """
     if state.terminal:
         return state.model_copy(update={"waitSeconds": 0})
     poll_state = PollState(
@@ -89,7 +101,25 @@ def with_next_wait(state: LoopState, now: float, settings: Settings, watched: fl
     else:
         # A starting job is still polled at the policy's pace: stuck pods show only to a poll.
         wait = next_wait(poll_state, settings.wait_bounds)
+        if jitter:
+            wait = jittered(wait, state.job, state.polls, poll_state.deadline - now, settings.wait_bounds.max_seconds)
     return state.model_copy(update={"waitSeconds": wait})
+
+
+def jittered(wait: int, job: JobRef, polls: int, left: float, longest: int) -> int:
+    """``wait`` plus up to ``JITTER_FRACTION`` of it; never past the deadline (``left`` s away) nor
+    ``longest`` (MaxWaitSeconds), unless the policy's wait already is; never below 1 s.
+
+    The share comes from a hash of the job (its uid, else its name) and the
+    poll number: jobs submitted together spread apart, and a run is
+    reproducible (the same job at the same poll always gets the same wait).
+    The policy's guarantees hold: the wait only grows, so it stays above
+    the policy's floors, and it is cut back to the deadline.
+    """
+    digest = hashlib.sha256(f"{job.uid or job.name}/{polls}".encode()).digest()
+    share = int.from_bytes(digest[:8], "big") / 2**64
+    longer = min(wait + math.floor(share * JITTER_FRACTION * wait), max(wait, longest))
+    return max(1, min(longer, max(wait, math.floor(left))))
 
 
 def epoch(timestamp: str) -> float:

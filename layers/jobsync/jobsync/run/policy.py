@@ -46,7 +46,9 @@ Then two guards, in this order:
 * deadline: ``w <= deadline - now`` (never wait past it), and ``w >= 1``.
 
 ``in_phase`` is the time since jobsync first saw the current phase. The result
-is a whole number of seconds and depends only on its inputs.
+is a whole number of seconds and depends only on its inputs. The status step
+then adds a jitter of up to 10 %, derived from the job and the poll number
+(``jobsync.run.loop.jittered``), so jobs submitted together spread apart.
 """
 
 from __future__ import annotations

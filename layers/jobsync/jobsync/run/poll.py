@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobsync import clock
+from jobsync.errors import WatchExpired
 from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
@@ -34,12 +35,21 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
     In watch mode (``settings.watch_seconds``) the GET is followed by a watch
     on the job that returns as soon as its phase changes; the Wait state then
     has (almost) nothing left to wait.
+
+    A job found missing after the not-found grace is looked up once more
+    before the run ends as NOT_FOUND: one wrong 404 cannot end a run. A 404
+    that is not this job's (the resource type's, while a CRD is being
+    re-established) is TransientClusterError, retried (``KubeJobs.get``).
     """
     spec = allowed_spec(state.job, settings)
     obj = cluster.get(spec, state.job.namespace, state.job.name)
     watched = 0.0
     if obj is not None and settings.watch_seconds:
         obj, watched = _watch_for_change(cluster, spec, state, obj, settings)
+    if obj is None and clock.now() - epoch(state.submittedAt) >= settings.not_found_grace_seconds:
+        # A disappearance ends the run: one answer must not decide it. Look again; a job
+        # that is really gone is gone on the second look too.
+        obj = cluster.get(spec, state.job.namespace, state.job.name)
     now = clock.now()
     since_submit = now - epoch(state.submittedAt)
     explained = Explanation(Evaluation(Phase.PENDING, ""))
@@ -97,16 +107,47 @@ def _watch_for_change(
         return obj, 0.0
     meta = obj.get("metadata") or {}
     current: dict[str, Any] | None = obj
-    events = cluster.watch(spec, state.job.namespace, state.job.name, str(meta.get("resourceVersion", "")), int(hold))
+    # From the GET's version, so no change after the GET is missed. A version that has left the
+    # API's window (410, after enough unrelated writes) is expected: the GET's verdict stands and
+    # the watch starts again from now (the API then sends the job as it is first), never again
+    # from the expired version.
+    version = str(meta.get("resourceVersion", ""))
+    while True:
+        try:
+            changed = _watch(cluster, spec, state, version, before, hold - (clock.now() - started))
+        except WatchExpired:
+            if not version:
+                break
+            version = ""
+            continue
+        if changed is not _NO_CHANGE:
+            current = changed
+        break
+    return current, clock.now() - started
+
+
+_NO_CHANGE: Any = object()
+
+
+def _watch(
+    cluster: Cluster, spec: KindSpec, state: LoopState, version: str, before: Phase, hold: float
+) -> dict[str, Any] | None:
+    """The job once its phase differs from ``before`` (None once deleted), or its last state when the watch ends.
+
+    ``_NO_CHANGE`` when the watch saw no event at all (or had no time left).
+    """
+    if hold < 1:
+        return _NO_CHANGE
+    current: dict[str, Any] | None = _NO_CHANGE
+    events = cluster.watch(spec, state.job.namespace, state.job.name, version, int(hold))
     with contextlib.closing(events):  # stop watching as soon as we know
         for event_type, changed in events:
             if event_type == "DELETED":
-                current = None
-                break
+                return None
             current = changed
             if evaluate(changed).phase != before:
                 break
-    return current, clock.now() - started
+    return current
 
 
 def _explain(

@@ -29,6 +29,9 @@ def submit(request: SubmitRequest, cluster: Cluster, settings: Settings, fetch_t
     timeout = request.timeoutSeconds or settings.default_timeout_seconds
     if timeout > settings.max_timeout_seconds:
         raise InvalidInput(f"timeoutSeconds: {timeout} is over the maximum of {settings.max_timeout_seconds}")
+    expected = request.expectedDurationSeconds
+    if expected is not None and expected > settings.max_timeout_seconds:
+        raise InvalidInput(f"expectedDurationSeconds: {expected} is over the maximum of {settings.max_timeout_seconds}")
     if request.job is not None:
         manifest, source = request.job, "job"
     else:
