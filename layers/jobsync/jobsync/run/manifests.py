@@ -12,16 +12,15 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import yaml
-
 from jobsync.errors import InvalidInput
 from jobsync.evaluation.kinds import KindSpec
+from jobsync.run import templates
+from jobsync.run.templates import Parameter
 from jobsync.settings import Settings
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 EXECUTION_LABEL = "jobsync.io/execution"
 EXECUTION_ANNOTATION = "jobsync.io/execution-arn"
-PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # Pod names are "<job>-worker-<index>" and must stay a DNS-1123 label (63);
 # a 40-character job name leaves room for the operator's suffixes.
@@ -50,34 +49,9 @@ def job_name(execution_arn: str) -> str:
     return f"{readable}-{hashlib.sha256(execution_arn.encode()).hexdigest()[:_HASH_LEN]}"
 
 
-def render_template(text: str, parameters: Mapping[str, str | int | float | bool]) -> str:
-    """Substitute ``${NAME}``; a placeholder with no parameter is an error, not an empty string."""
-    missing = sorted({m for m in PLACEHOLDER.findall(text) if m not in parameters})
-    if missing:
-        raise InvalidInput(f"parameters: missing values for placeholders {missing} in jobTemplate")
-    for name, value in parameters.items():
-        if isinstance(value, str) and any(c in value for c in "\r\n"):
-            # A newline could smuggle YAML structure into the manifest.
-            raise InvalidInput(f"parameters.{name}: values must be a single line")
-    return PLACEHOLDER.sub(lambda m: _scalar(parameters[m.group(1)]), text)
-
-
-def _scalar(value: str | int | float | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def load_manifest(text: str, source: str) -> dict[str, Any]:
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InvalidInput(f"{source}: not valid YAML: {exc}") from None
-    if len(docs) != 1:
-        raise InvalidInput(f"{source}: must hold exactly one document, found {len(docs)}")
-    if not isinstance(docs[0], dict):
-        raise InvalidInput(f"{source}: must be a mapping (a Kubernetes object), got {type(docs[0]).__name__}")
-    return docs[0]
+def load_template(text: str, parameters: Mapping[str, Parameter], source: str, settings: Settings) -> dict[str, Any]:
+    """The manifest an S3 template and its parameters make, as plain JSON (see jobsync.run.templates)."""
+    return templates.render(text, parameters, source, settings.max_manifest_bytes)
 
 
 def prepare(manifest: Mapping[str, Any], execution_arn: str, namespace: str, settings: Settings) -> dict[str, Any]:
