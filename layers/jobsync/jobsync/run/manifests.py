@@ -14,7 +14,7 @@ from typing import Any
 
 from jobsync.errors import InvalidInput
 from jobsync.evaluation.kinds import KindSpec
-from jobsync.run import templates
+from jobsync.run import pod_security, templates
 from jobsync.run.templates import Parameter
 from jobsync.settings import Settings
 
@@ -71,12 +71,24 @@ def prepare(manifest: Mapping[str, Any], execution_arn: str, namespace: str, set
             f"job.metadata.namespace: {metadata['namespace']!r} is not allowed; jobs run in {namespace!r}"
         )
     if metadata.get("ownerReferences"):
+        # The garbage collector deletes an object whose owners are gone: the job could vanish mid-run.
         raise InvalidInput("job.metadata.ownerReferences: not allowed; jobsync owns the job's lifecycle")
+    if metadata.get("finalizers"):
+        # A finalizer nobody removes keeps a deleted job in Terminating: cleanup would never finish.
+        raise InvalidInput(
+            "job.metadata.finalizers: not allowed; a finalizer no controller removes would keep the job "
+            "from being deleted, and jobsync owns the job's lifecycle"
+        )
     if not isinstance(manifest.get("spec"), dict):
         raise InvalidInput("job.spec: must be a mapping")
     if not settings.allow_privileged_pods:
-        for where in privileged_settings(manifest["spec"]):
-            raise InvalidInput(f"job.spec.{where}: privileged pod settings are not allowed by this deployment")
+        found = pod_security.violations(manifest["spec"], "job.spec")
+        found += [f"job.spec.{w}" for w in privileged_settings(manifest["spec"]) if f"job.spec.{w}" not in found]
+        if found:
+            raise InvalidInput(
+                f"{', '.join(found)}: privileged pod settings are not allowed by this deployment "
+                "(Kubernetes Pod Security Standards, Baseline profile)"
+            )
 
     obj = json.loads(json.dumps(manifest))  # a deep copy that is plain JSON
     meta = obj.setdefault("metadata", {})
@@ -114,12 +126,13 @@ def _str_map(value: Any, field: str) -> dict[str, str]:
     return value
 
 
-# Settings that give a pod the node: refused unless the deployment allows them.
+# Settings that give a pod the node, looked for anywhere in the spec (pod_security checks every pod
+# template it finds by shape; this also catches a kind that nests them some other way).
 _PRIVILEGED_FLAGS = frozenset({"hostNetwork", "hostPID", "hostIPC", "privileged", "allowPrivilegeEscalation"})
 
 
 def privileged_settings(node: Any, path: str = "") -> Iterator[str]:
-    """Where a manifest asks for host access or privilege, wherever its pod templates sit."""
+    """Where a manifest asks for host access or privilege, anywhere in it."""
     if isinstance(node, dict):
         for key, value in node.items():
             here = f"{path}.{key}" if path else str(key)
