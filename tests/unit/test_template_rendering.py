@@ -265,6 +265,7 @@ TOKEN = "ghp_FAKEtoken0123456789abcdefFAKEtoken01"
         "spec:\n  x: *" + TOKEN + "\n",
         "spec:\n  " + TOKEN + ": 1\n  " + TOKEN + ": 2\n",
         "spec:\n  x: 1\n\t" + TOKEN + "\n",
+        "spec:\n  x: " + TOKEN + "\x07\n",
     ],
 )
 def test_a_yaml_error_names_the_line_and_never_echoes_the_template(bad):

@@ -71,7 +71,7 @@ class _Resolver(Resolver):
     }
 
 
-class _Loader(Reader, Scanner, Parser, Composer, SafeConstructor, _Resolver):
+class _Loader(Reader, Scanner, Parser, Composer, _Resolver):
     """Parses and composes only (the node tree is converted by ``_Converter``), with bounded nesting."""
 
     def __init__(self, stream: str, source: str) -> None:
@@ -79,7 +79,6 @@ class _Loader(Reader, Scanner, Parser, Composer, SafeConstructor, _Resolver):
         Scanner.__init__(self)
         Parser.__init__(self)
         Composer.__init__(self)
-        SafeConstructor.__init__(self)
         _Resolver.__init__(self)
         self._source = source
         self._depth = 0
@@ -128,20 +127,25 @@ def check_parameters(parameters: Mapping[str, Parameter]) -> None:
 
 
 def _documents(text: str, source: str) -> Iterator[Node]:
-    loader = _Loader(text, source)
+    loader = None
     try:
+        loader = _Loader(text, source)  # the reader checks every character here
         while loader.check_node():
             node = loader.get_node()
             if node is not None and not (isinstance(node, ScalarNode) and node.tag == _NULL):
                 yield node
     except yaml.MarkedYAMLError as exc:
         raise InvalidInput(f"{source}: not valid YAML: {_where(exc.problem_mark)}{_redacted(exc.problem)}") from None
-    except yaml.YAMLError as exc:  # reader errors: a character YAML does not allow
-        mark = getattr(exc, "position", None)
-        where = f"character {mark + 1}: " if isinstance(mark, int) else ""
-        raise InvalidInput(f"{source}: not valid YAML: {where}{type(exc).__name__}") from None
+    except yaml.YAMLError as exc:  # the reader's: a character YAML does not allow
+        position = getattr(exc, "position", None)
+        where = ""
+        if isinstance(position, int):
+            line = text.count("\n", 0, position)
+            where = f"line {line + 1}, column {position - (text.rfind(chr(10), 0, position) + 1) + 1}: "
+        raise InvalidInput(f"{source}: not valid YAML: {where}a control character YAML does not allow") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 class _Converter:
