@@ -16,10 +16,9 @@ from jobsync.run.manifests import (
     MAX_JOB_NAME,
     execution_label,
     job_name,
-    load_manifest,
     prepare,
-    render_template,
 )
+from jobsync.run.templates import render
 from jobsync.settings import Settings
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:nightly-2026-11-29"
@@ -117,11 +116,12 @@ def test_oversized_manifest_is_refused():
 
 def test_template_substitution_and_missing_parameters():
     text = "image: ${IMAGE}\nepochs: ${EPOCHS}\nfast: ${FAST}\n"
-    assert render_template(text, {"IMAGE": "a:1", "EPOCHS": 3, "FAST": True}) == "image: a:1\nepochs: 3\nfast: true\n"
+    rendered = render(text, {"IMAGE": "a:1", "EPOCHS": 3, "FAST": True}, "jobTemplate", 1024)
+    assert rendered == {"image": "a:1", "epochs": 3, "fast": True}
     with pytest.raises(InvalidInput, match=r"missing values for placeholders \['EPOCHS', 'FAST'\]"):
-        render_template(text, {"IMAGE": "a:1"})
+        render(text, {"IMAGE": "a:1"}, "jobTemplate", 1024)
     with pytest.raises(InvalidInput, match=r"parameters\.IMAGE: values must be a single line"):
-        render_template(text, {"IMAGE": "a\nprivileged: true", "EPOCHS": 1, "FAST": False})
+        render(text, {"IMAGE": "a\nprivileged: true", "EPOCHS": 1, "FAST": False}, "jobTemplate", 1024)
 
 
 @pytest.mark.parametrize(
@@ -135,4 +135,4 @@ def test_template_substitution_and_missing_parameters():
 )
 def test_template_that_is_not_one_mapping_is_refused(text, message):
     with pytest.raises(InvalidInput, match=message):
-        load_manifest(text, "jobTemplate")
+        render(text, {}, "jobTemplate", 1024)

@@ -12,16 +12,15 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import yaml
-
 from jobsync.errors import InvalidInput
 from jobsync.evaluation.kinds import KindSpec
+from jobsync.run import pod_security, templates
+from jobsync.run.templates import Parameter
 from jobsync.settings import Settings
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 EXECUTION_LABEL = "jobsync.io/execution"
 EXECUTION_ANNOTATION = "jobsync.io/execution-arn"
-PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # Pod names are "<job>-worker-<index>" and must stay a DNS-1123 label (63);
 # a 40-character job name leaves room for the operator's suffixes.
@@ -50,34 +49,9 @@ def job_name(execution_arn: str) -> str:
     return f"{readable}-{hashlib.sha256(execution_arn.encode()).hexdigest()[:_HASH_LEN]}"
 
 
-def render_template(text: str, parameters: Mapping[str, str | int | float | bool]) -> str:
-    """Substitute ``${NAME}``; a placeholder with no parameter is an error, not an empty string."""
-    missing = sorted({m for m in PLACEHOLDER.findall(text) if m not in parameters})
-    if missing:
-        raise InvalidInput(f"parameters: missing values for placeholders {missing} in jobTemplate")
-    for name, value in parameters.items():
-        if isinstance(value, str) and any(c in value for c in "\r\n"):
-            # A newline could smuggle YAML structure into the manifest.
-            raise InvalidInput(f"parameters.{name}: values must be a single line")
-    return PLACEHOLDER.sub(lambda m: _scalar(parameters[m.group(1)]), text)
-
-
-def _scalar(value: str | int | float | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def load_manifest(text: str, source: str) -> dict[str, Any]:
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InvalidInput(f"{source}: not valid YAML: {exc}") from None
-    if len(docs) != 1:
-        raise InvalidInput(f"{source}: must hold exactly one document, found {len(docs)}")
-    if not isinstance(docs[0], dict):
-        raise InvalidInput(f"{source}: must be a mapping (a Kubernetes object), got {type(docs[0]).__name__}")
-    return docs[0]
+def load_template(text: str, parameters: Mapping[str, Parameter], source: str, settings: Settings) -> dict[str, Any]:
+    """The manifest an S3 template and its parameters make, as plain JSON (see jobsync.run.templates)."""
+    return templates.render(text, parameters, source, settings.max_manifest_bytes)
 
 
 def prepare(manifest: Mapping[str, Any], execution_arn: str, namespace: str, settings: Settings) -> dict[str, Any]:
@@ -97,12 +71,24 @@ def prepare(manifest: Mapping[str, Any], execution_arn: str, namespace: str, set
             f"job.metadata.namespace: {metadata['namespace']!r} is not allowed; jobs run in {namespace!r}"
         )
     if metadata.get("ownerReferences"):
+        # The garbage collector deletes an object whose owners are gone: the job could vanish mid-run.
         raise InvalidInput("job.metadata.ownerReferences: not allowed; jobsync owns the job's lifecycle")
+    if metadata.get("finalizers"):
+        # A finalizer nobody removes keeps a deleted job in Terminating: cleanup would never finish.
+        raise InvalidInput(
+            "job.metadata.finalizers: not allowed; a finalizer no controller removes would keep the job "
+            "from being deleted, and jobsync owns the job's lifecycle"
+        )
     if not isinstance(manifest.get("spec"), dict):
         raise InvalidInput("job.spec: must be a mapping")
     if not settings.allow_privileged_pods:
-        for where in privileged_settings(manifest["spec"]):
-            raise InvalidInput(f"job.spec.{where}: privileged pod settings are not allowed by this deployment")
+        found = pod_security.violations(manifest["spec"], "job.spec")
+        found += [f"job.spec.{w}" for w in privileged_settings(manifest["spec"]) if f"job.spec.{w}" not in found]
+        if found:
+            raise InvalidInput(
+                f"{', '.join(found)}: privileged pod settings are not allowed by this deployment "
+                "(Kubernetes Pod Security Standards, Baseline profile)"
+            )
 
     obj = json.loads(json.dumps(manifest))  # a deep copy that is plain JSON
     meta = obj.setdefault("metadata", {})
@@ -140,12 +126,13 @@ def _str_map(value: Any, field: str) -> dict[str, str]:
     return value
 
 
-# Settings that give a pod the node: refused unless the deployment allows them.
+# Settings that give a pod the node, looked for anywhere in the spec (pod_security checks every pod
+# template it finds by shape; this also catches a kind that nests them some other way).
 _PRIVILEGED_FLAGS = frozenset({"hostNetwork", "hostPID", "hostIPC", "privileged", "allowPrivilegeEscalation"})
 
 
 def privileged_settings(node: Any, path: str = "") -> Iterator[str]:
-    """Where a manifest asks for host access or privilege, wherever its pod templates sit."""
+    """Where a manifest asks for host access or privilege, anywhere in it."""
     if isinstance(node, dict):
         for key, value in node.items():
             here = f"{path}.{key}" if path else str(key)

@@ -37,7 +37,7 @@ def submit(request: SubmitRequest, cluster: Cluster, settings: Settings, fetch_t
     else:
         source = "jobTemplate"
         text = fetch_template(_checked_template_uri(request.jobTemplate or "", settings))
-        manifest = manifests.load_manifest(manifests.render_template(text, request.parameters), source)
+        manifest = manifests.load_template(text, request.parameters, source, settings)
     obj = manifests.prepare(manifest, request.execution, namespace, settings)
     spec = manifests.check_kind(obj, settings)
 
