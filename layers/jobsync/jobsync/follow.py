@@ -330,10 +330,15 @@ def follow(
     *,
     poll_interval: float = 5.0,
     tty: bool | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    now: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] | None = None,
+    now: Callable[[], float] | None = None,
 ) -> Outcome:
-    """Print a line for each new poll until the execution ends; returns its outcome."""
+    """Print a line for each new poll until the execution ends; returns its outcome.
+
+    ``sleep`` and ``now`` default to the wall clock's (``time.sleep``, ``time.time``).
+    """
+    sleep = sleep or time.sleep
+    now = now or time.time
     reader = HistoryReader()
     pager = HistoryPager(client, execution_arn)
     progress = Progress(out, out.isatty() if tty is None else tty)
