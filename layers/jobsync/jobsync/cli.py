@@ -116,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     rbac_cmd.add_argument("--watch", action="store_true", help="the stack runs in watch mode (WatchSeconds > 0)")
     rbac_cmd.add_argument("--notifier", action="store_true", help="also the notifier's ServiceAccount and Role")
     rbac_cmd.set_defaults(func=_cmd_rbac)
+
+    from jobsync import follow  # run, status, list: start and follow executions (jobsync.follow)
+
+    follow.add_commands(commands)
     return parser
 
 
