@@ -31,7 +31,7 @@ import pytest
 from harness.demo import clock_text
 from harness.local import LocalJobsync
 from jobsync import follow
-from tests.conftest import EVENTS, ROOT
+from tests.support.lambdas import EVENTS, ROOT
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
 INPUT = EVENTS / "run-job-input.json"

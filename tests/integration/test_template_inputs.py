@@ -16,7 +16,7 @@ from moto import mock_aws
 from harness.kubeapi import KubeAPI
 from harness.local import load_handler, pytorchjob_crd
 from jobsync import cluster, runtime
-from tests.conftest import EVENTS, FakeLambdaContext, load_event
+from tests.support.lambdas import EVENTS, FakeLambdaContext, load_event
 
 BUCKET, PREFIX = "jobsync-templates-123456789012", "jobsync/templates/"
 PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
