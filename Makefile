@@ -24,6 +24,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 ## The suite again with every clock the project reads moved four years ahead.
 test-future: $(STAMP)
@@ -36,6 +37,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

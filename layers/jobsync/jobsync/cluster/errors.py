@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -47,14 +48,14 @@ def is_object_not_found(exc: ApiException, plural: str, namespace: str, name: st
         body = None
     if not isinstance(body, dict):
         return False
-    details = body.get("details") if isinstance(body.get("details"), dict) else {}
+    details: dict[str, Any] = body["details"] if isinstance(body.get("details"), dict) else {}
     if details.get("name"):
         this_job = details.get("name") == name and details.get("kind") in (plural, None)
         its_namespace = details.get("name") == namespace and details.get("kind") == "namespaces"
         return this_job or its_namespace
     # No details (some proxies and older servers): the message names the resource and the object.
     match = re.match(r'^([a-z0-9-]+)(\.[a-z0-9.-]+)? "[^"]*" not found$', str(body.get("message") or ""))
-    return bool(match) and match.group(1) in (plural, "namespaces")
+    return match is not None and match.group(1) in (plural, "namespaces")
 
 
 def _named(label: str | None, message: str) -> str:

@@ -65,7 +65,7 @@ class KubeJobs:
         says nothing of the job: TransientClusterError.
         """
         try:
-            return self._call(
+            job: dict[str, Any] = self._call(
                 self._custom.get_namespaced_custom_object,
                 spec.group,
                 spec.version,
@@ -74,8 +74,9 @@ class KubeJobs:
                 name,
                 handle={404},
             )
+            return job
         except ApiException as exc:
-            if is_object_not_found(exc, spec.plural, namespace, name):
+            if is_object_not_found(exc, spec.plural or "", namespace, name):
                 return None
             raise TransientClusterError(
                 f"Kubernetes API answered 404 for the resource, not for {spec.kind} {namespace}/{name}: "

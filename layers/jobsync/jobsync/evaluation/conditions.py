@@ -80,7 +80,7 @@ def timestamp_text(value: Any) -> str | None:
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
         try:
-            return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return str(value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         except OverflowError:
             return None
     if isinstance(value, date):

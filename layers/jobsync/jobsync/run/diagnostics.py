@@ -19,8 +19,8 @@ MAX_FINDINGS = 5
 MAX_MESSAGE = 300
 
 
-def _short(text: Any) -> str:
-    text = str(text or "")
+def _short(value: Any) -> str:
+    text = str(value or "")
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 

@@ -90,7 +90,7 @@ def prepare(manifest: Mapping[str, Any], execution_arn: str, namespace: str, set
                 "(Kubernetes Pod Security Standards, Baseline profile)"
             )
 
-    obj = json.loads(json.dumps(manifest))  # a deep copy that is plain JSON
+    obj: dict[str, Any] = json.loads(json.dumps(manifest))  # a deep copy that is plain JSON
     meta = obj.setdefault("metadata", {})
     meta.pop("generateName", None)
     meta["name"] = job_name(execution_arn)

@@ -131,7 +131,7 @@ def violations(spec: Any, path: str = "job.spec") -> list[str]:
     return list(found)
 
 
-def pod_specs(node: Any, path: str, parent: dict[str, Any] | None = None) -> Iterator[tuple[str, dict, Any]]:
+def pod_specs(node: Any, path: str, parent: dict[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any], Any]]:
     """Every pod spec under ``node``, by shape, with its path and the metadata beside it."""
     if isinstance(node, dict):
         if any(isinstance(node.get(key), list) for key in _POD_SPEC_LISTS):

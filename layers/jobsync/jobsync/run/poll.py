@@ -126,7 +126,7 @@ def _watch_for_change(
     return current, clock.now() - started
 
 
-_NO_CHANGE: Any = object()
+_NO_CHANGE: dict[str, Any] = {}  # a marker, compared by identity
 
 
 def _watch(

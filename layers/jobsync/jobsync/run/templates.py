@@ -65,7 +65,7 @@ _SEQ, _MAP, _MERGE = _TAG + "seq", _TAG + "map", _TAG + "merge"
 class _Resolver(Resolver):
     """YAML 1.1's implicit types, less timestamps: an unquoted date stays a string."""
 
-    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {  # type: ignore[misc]
         first: [(tag, regexp) for tag, regexp in resolvers if tag != _TAG + "timestamp"]
         for first, resolvers in Resolver.yaml_implicit_resolvers.items()
     }
@@ -87,7 +87,7 @@ class _Loader(Reader, Scanner, Parser, Composer, _Resolver):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                where = _where(self.peek_event().start_mark)
+                where = _where(self.peek_event().start_mark)  # type: ignore[no-untyped-call]
                 raise InvalidInput(f"{self._source}: {where}nested deeper than {MAX_DEPTH}")
             return super().compose_node(parent, index)
         finally:
@@ -214,7 +214,7 @@ class _Converter:
         if _MARKED.search(node.value):
             raise self.refuse(node, "placeholders may only stand in values, not in keys")
         self.spend(node, len(node.value) + 3)
-        return node.value
+        return str(node.value)
 
     def scalar(self, node: ScalarNode) -> Any:
         tag = node.tag
@@ -236,7 +236,7 @@ class _Converter:
         return value
 
     def substitute(self, node: ScalarNode) -> Parameter:
-        text = node.value
+        text = str(node.value)
         if _OPEN not in text:
             return text
         names = _MARKED.findall(text)
