@@ -40,9 +40,11 @@ from jobsync.run.manifests import job_name
 ROOT = Path(__file__).resolve().parent.parent
 DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
 PYTORCHJOB_CRD = Path(__file__).resolve().parent / "crds" / "kubeflow.org_pytorchjobs.yaml"
-FUNCTIONS = ("submit", "status", "cleanup")
+FUNCTIONS = ("submit", "status", "cleanup", "await", "resume")
 NAMESPACE = "ml-training"
 STATE_MACHINE = "jobsync-run-job"
+TABLE = "jobsync-table"
+EVENT_BUS = "jobsync-jobs"
 
 _handlers: dict[str, ModuleType] = {}
 
@@ -127,6 +129,7 @@ class LocalJobsync:
         env: dict[str, str] | None = None,
         kubeconfig: str | None = None,
         max_step: float | None = 30.0,
+        notifier: bool = True,
     ) -> None:
         self.scenario = scenario
         self.timings = timings or {}
@@ -146,6 +149,9 @@ class LocalJobsync:
         self.sfn: LocalStepFunctions | None = None
         self._saved_env: dict[str, str | None] = {}
         self._state_machine_arn = ""
+        # Callback mode: the notifier runs beside the local API unless a test starts it itself.
+        self.notifier_enabled = self.env.get("JOBSYNC_COMPLETION_MODE") == "callback" and notifier
+        self.notifier: Any = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -181,13 +187,55 @@ class LocalJobsync:
                 "SubmitFunctionArn": self.sfn.function_arn("jobsync-submit"),
                 "StatusFunctionArn": self.sfn.function_arn("jobsync-status"),
                 "CleanupFunctionArn": self.sfn.function_arn("jobsync-cleanup"),
+                "AwaitFunctionArn": self.sfn.function_arn("jobsync-await"),
+                "CompletionMode": os.environ.get("JOBSYNC_COMPLETION_MODE", "poll"),
             },
         )
         # As template.yaml tells the cleanup function which state machine's executions are its own.
         self._set_env({"JOBSYNC_STATE_MACHINE_ARN": self._state_machine_arn})
+        self._make_callback_resources()
         runtime.reset()
+        if self.notifier_enabled and self.api:
+            self.start_notifier()
+
+    def _make_callback_resources(self) -> None:
+        """The stack's table, its job event bus, and the rule that invokes the resume function (template.yaml)."""
+        import boto3
+
+        boto3.client("dynamodb").create_table(
+            TableName=TABLE,
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        events = boto3.client("events")
+        events.create_event_bus(Name=EVENT_BUS)
+        pattern = {"source": ["jobsync"], "detail-type": ["Job Phase Changed"], "detail": {"terminal": [True]}}
+        events.put_rule(Name="job-ended", EventBusName=EVENT_BUS, EventPattern=json.dumps(pattern))
+        assert self.sfn
+        target = {"Id": "resume", "Arn": self.sfn.function_arn("jobsync-resume")}
+        events.put_targets(Rule="job-ended", EventBusName=EVENT_BUS, Targets=[target])
+        self._set_env({"JOBSYNC_TABLE_NAME": TABLE})
+
+    def start_notifier(self) -> None:
+        """The notifier against the local API, publishing to the local bus (in this process, on its threads)."""
+        from jobsync.settings import ClusterSettings, Settings
+        from jobsync_notifier.notifier import Notifier
+        from jobsync_notifier.settings import NotifierSettings
+
+        assert self.api
+        client = jobsync_cluster.get_api_client(ClusterSettings(mode="url", url=self.api.url))
+        settings = NotifierSettings(event_bus_name=EVENT_BUS, health_port=0, watch_timeout_seconds=5)
+        self.notifier = Notifier(client, Settings.from_env(), settings).start()
+        self.notifier.wait_synced(10)
+
+    def stop_notifier(self) -> None:
+        if self.notifier:
+            self.notifier.stop()
+            self.notifier = None
 
     def __exit__(self, *exc: object) -> None:
+        self.stop_notifier()
         if self.sfn:
             self.sfn.__exit__(None, None, None)
             self.sfn = None

@@ -76,7 +76,7 @@ class LocalStepFunctions(InProcessLambdas):
         self.async_invocations: list[threading.Thread] = []
         # Callback tasks: wall seconds to wait for SendTaskSuccess before the virtual clock moves on, and by how much.
         self.callback_slice_seconds = 0.02
-        self.callback_step_seconds = 5.0
+        self.callback_step_seconds = 30.0
 
         self._function_arns: dict[str, str] = {}
         self._injections: dict[str, list[Injection]] = {}

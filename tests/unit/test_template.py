@@ -131,7 +131,7 @@ def test_the_shipped_rbac_is_the_rendering_for_the_template_defaults():
 
     params = TEMPLATE["Parameters"]
     kinds = parse_allowed_kinds(params["AllowedKinds"]["Default"])
-    rendered = rbac.lambdas(params["Namespace"]["Default"], kinds, watch=params["WatchSeconds"]["Default"] > 0)
+    rendered = rbac.lambdas(params["Namespace"]["Default"], kinds, watch=params["CompletionMode"]["Default"] == "watch")
     shipped = list(yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()))
     assert shipped == rendered
 
