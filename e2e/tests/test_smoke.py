@@ -1,0 +1,207 @@
+"""Smoke tests that the e2e tier is a real cluster: version, RBAC, operator, job controller, compaction."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from e2e.controlplane import (
+    JOB_NAMESPACE,
+    OUTCOME_ANNOTATION,
+    RUN_DURATION_ANNOTATION,
+    ControlPlane,
+    pinned_versions,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "e2e" / "testdata" / "pytorch_simple.yaml"
+GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last}")
+
+
+def pytorchjob(name: str, pod_annotations: dict[str, str] | None = None, restart_policy: str = "OnFailure") -> dict:
+    """The v1.9.0 pytorch_simple sample, in ml-training, with small resources and kwok outcome annotations."""
+    job = yaml.safe_load(SAMPLE.read_text())
+    job["metadata"] = {"name": name, "namespace": JOB_NAMESPACE}
+    for spec in job["spec"]["pytorchReplicaSpecs"].values():
+        spec["restartPolicy"] = restart_policy
+        template = spec["template"]
+        template.setdefault("metadata", {})["annotations"] = {RUN_DURATION_ANNOTATION: "1s", **(pod_annotations or {})}
+        for container in template["spec"]["containers"]:
+            container["resources"] = {"requests": {"cpu": "100m", "memory": "128Mi"}}
+    return job
+
+
+def condition(obj: dict, kind: str) -> dict | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond["type"] == kind and cond["status"] == "True":
+            return cond
+    return None
+
+
+@pytest.fixture(scope="module")
+def rbac(control_plane: ControlPlane) -> None:
+    """The project's own Role and RoleBinding for group jobsync, applied from manifests/rbac.yaml."""
+    control_plane.apply(REPO / "manifests" / "rbac.yaml")
+
+
+def test_version_is_the_pinned_one(control_plane: ControlPlane, admin_api: client.ApiClient) -> None:
+    info = client.VersionApi(admin_api).get_code()
+    assert info.git_version == pinned_versions()["kube-apiserver"]
+    assert info.major == "1"
+    assert control_plane.versions()["etcd"].startswith("v3.6.")
+
+
+def test_jobsync_may_do_what_its_role_allows(rbac: None, jobsync_api: client.ApiClient) -> None:
+    custom = client.CustomObjectsApi(jobsync_api)
+    name = f"rbac-{uuid.uuid4().hex[:6]}"
+    body = pytorchjob(name)
+
+    # RBAC reaches the authorizer through an informer: the Role may take a moment to count.
+    def created() -> dict | None:
+        try:
+            return custom.create_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, body)
+        except ApiException as err:
+            if err.status == 403:
+                return None
+            raise
+
+    wait_for("the jobsync Role to take effect", created, timeout=10)
+    got = custom.get_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, name)
+    assert got["metadata"]["name"] == name
+    custom.delete_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, name)
+    client.CoreV1Api(jobsync_api).list_namespaced_pod(JOB_NAMESPACE)
+
+    forbidden: list[Callable[[], Any]] = [
+        lambda: client.CoreV1Api(jobsync_api).list_namespaced_secret(JOB_NAMESPACE),
+        lambda: custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, pytorchjob(name)),
+        lambda: custom.list_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL),
+        lambda: custom.patch_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, name, {}),
+    ]
+    for call in forbidden:
+        with pytest.raises(ApiException) as err:
+            call()
+        assert err.value.status == 403, err.value.body
+
+
+def run_pytorchjob(api: client.ApiClient, body: dict, until: str) -> dict:
+    custom = client.CustomObjectsApi(api)
+    name = body["metadata"]["name"]
+    custom.create_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, body)
+
+    def finished() -> dict | None:
+        job = custom.get_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, name)
+        return job if condition(job, "Succeeded") or condition(job, "Failed") else None
+
+    job = wait_for(f"PyTorchJob {name} to finish", finished, timeout=90)
+    assert condition(job, until), job["status"]
+    return job
+
+
+def test_pytorchjob_succeeds_through_the_real_operator(rbac: None, jobsync_api: client.ApiClient) -> None:
+    job = run_pytorchjob(jobsync_api, pytorchjob(f"ok-{uuid.uuid4().hex[:6]}"), until="Succeeded")
+    types = [c["type"] for c in job["status"]["conditions"]]
+    assert types[0] == "Created" and "Running" in types, types
+    assert job["status"]["replicaStatuses"]["Master"].get("succeeded") == 1, job["status"]
+    assert job["status"].get("completionTime")
+
+
+def test_pytorchjob_fails_when_its_pod_fails(rbac: None, jobsync_api: client.ApiClient) -> None:
+    body = pytorchjob(f"bad-{uuid.uuid4().hex[:6]}", {OUTCOME_ANNOTATION: "fail"}, restart_policy="Never")
+    job = run_pytorchjob(jobsync_api, body, until="Failed")
+    failed = condition(job, "Failed")
+    assert failed is not None and failed["reason"], job["status"]
+
+
+def test_batch_job_completes_through_the_job_controller(admin_api: client.ApiClient) -> None:
+    batch = client.BatchV1Api(admin_api)
+    name = f"batch-{uuid.uuid4().hex[:6]}"
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": {RUN_DURATION_ANNOTATION: "500ms"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox:1.36", "command": ["true"]}],
+                },
+            },
+        },
+    }
+    batch.create_namespaced_job(JOB_NAMESPACE, body)
+
+    def complete() -> Any:
+        job = batch.read_namespaced_job(name, JOB_NAMESPACE)
+        done = [c for c in job.status.conditions or [] if c.type == "Complete" and c.status == "True"]
+        return job if done else None
+
+    job = wait_for(f"Job {name} Complete", complete, timeout=60)
+    assert job.status.succeeded == 1
+    # The garbage collector removes the pods with the job.
+    batch.delete_namespaced_job(name, JOB_NAMESPACE, propagation_policy="Background")
+    core = client.CoreV1Api(admin_api)
+    wait_for(
+        "the job's pods to be collected",
+        lambda: not core.list_namespaced_pod(JOB_NAMESPACE, label_selector=f"job-name={name}").items,
+        timeout=30,
+    )
+
+
+def _watch_all(list_call: Callable[..., Any], resource_version: str) -> list[dict]:
+    events = []
+    for event in watch.Watch().stream(list_call, JOB_NAMESPACE, resource_version=resource_version, timeout_seconds=3):
+        events.append(event)
+        if len(events) == 3:
+            break
+    return events
+
+
+def test_watch_from_before_a_compaction_is_gone(control_plane: ControlPlane, admin_api: client.ApiClient) -> None:
+    """etcd answers a watch from a compacted revision with 410; the client raises ApiException(410)."""
+    core = client.CoreV1Api(admin_api)
+    name = f"rv-{uuid.uuid4().hex[:6]}"
+    # podtemplates are the one resource without a watch cache (UNCACHED_RESOURCE): etcd serves their watches.
+    template = {"metadata": {"name": name}, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
+    old_rv = core.create_namespaced_pod_template(JOB_NAMESPACE, template).metadata.resource_version
+    for n in range(3):
+        core.patch_namespaced_pod_template(name, JOB_NAMESPACE, {"metadata": {"labels": {"n": str(n)}}})
+    control_plane.compact_etcd()
+
+    with pytest.raises(ApiException) as err:
+        _watch_all(core.list_namespaced_pod_template, old_rv)
+    assert err.value.status == 410, err.value
+    assert "Expired" in str(err.value.reason), err.value.reason
+
+
+def test_the_watch_cache_outlives_a_compaction(control_plane: ControlPlane, admin_api: client.ApiClient) -> None:
+    """What EKS does too: a cached resource's watch from before the compaction still gets its events."""
+    core = client.CoreV1Api(admin_api)
+    name = f"rv-{uuid.uuid4().hex[:6]}"
+    old_rv = core.create_namespaced_config_map(JOB_NAMESPACE, {"metadata": {"name": name}}).metadata.resource_version
+    for n in range(3):
+        core.patch_namespaced_config_map(name, JOB_NAMESPACE, {"data": {"n": str(n)}})
+    control_plane.compact_etcd()
+
+    events = _watch_all(core.list_namespaced_config_map, old_rv)
+    assert [e["type"] for e in events] == ["MODIFIED"] * 3
