@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,19 +39,20 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
         )
     plane = ControlPlane()
     plane.start()
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    line = f"e2e control plane up in {plane.startup_seconds}s: {plane.versions_line()}"
-    if reporter is not None:
-        reporter.write_line("")
-        reporter.write_line(line)
-    else:
-        print(line)
+    _say(request, f"e2e control plane up in {plane.startup_seconds}s: {plane.versions_line()}")
     try:
         yield plane
     finally:
         if request.session.testsfailed:
-            print("\n" + plane.log_tails(60))
+            _say(request, plane.log_tails(60))
         plane.stop()
+
+
+def _say(request: pytest.FixtureRequest, text: str) -> None:
+    """Write past pytest's output capture, so that the line shows with -q too."""
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print("\n" + text, flush=True)
 
 
 def _api_client(plane: ControlPlane, user: str) -> client.ApiClient:

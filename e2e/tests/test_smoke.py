@@ -2,59 +2,16 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from e2e.controlplane import (
-    JOB_NAMESPACE,
-    OUTCOME_ANNOTATION,
-    RUN_DURATION_ANNOTATION,
-    ControlPlane,
-    pinned_versions,
-)
-
-REPO = Path(__file__).resolve().parents[2]
-SAMPLE = REPO / "e2e" / "testdata" / "pytorch_simple.yaml"
-GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last}")
-
-
-def pytorchjob(name: str, pod_annotations: dict[str, str] | None = None, restart_policy: str = "OnFailure") -> dict:
-    """The v1.9.0 pytorch_simple sample, in ml-training, with small resources and kwok outcome annotations."""
-    job = yaml.safe_load(SAMPLE.read_text())
-    job["metadata"] = {"name": name, "namespace": JOB_NAMESPACE}
-    for spec in job["spec"]["pytorchReplicaSpecs"].values():
-        spec["restartPolicy"] = restart_policy
-        template = spec["template"]
-        template.setdefault("metadata", {})["annotations"] = {RUN_DURATION_ANNOTATION: "1s", **(pod_annotations or {})}
-        for container in template["spec"]["containers"]:
-            container["resources"] = {"requests": {"cpu": "100m", "memory": "128Mi"}}
-    return job
-
-
-def condition(obj: dict, kind: str) -> dict | None:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond["type"] == kind and cond["status"] == "True":
-            return cond
-    return None
+from e2e.controlplane import JOB_NAMESPACE, OUTCOME_ANNOTATION, RUN_DURATION_ANNOTATION, ControlPlane, pinned_versions
+from e2e.tests.jobs import GROUP, PLURAL, REPO, VERSION, condition, pytorchjob, run_pytorchjob, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -100,20 +57,6 @@ def test_jobsync_may_do_what_its_role_allows(rbac: None, jobsync_api: client.Api
         with pytest.raises(ApiException) as err:
             call()
         assert err.value.status == 403, err.value.body
-
-
-def run_pytorchjob(api: client.ApiClient, body: dict, until: str) -> dict:
-    custom = client.CustomObjectsApi(api)
-    name = body["metadata"]["name"]
-    custom.create_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, body)
-
-    def finished() -> dict | None:
-        job = custom.get_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, name)
-        return job if condition(job, "Succeeded") or condition(job, "Failed") else None
-
-    job = wait_for(f"PyTorchJob {name} to finish", finished, timeout=90)
-    assert condition(job, until), job["status"]
-    return job
 
 
 def test_pytorchjob_succeeds_through_the_real_operator(rbac: None, jobsync_api: client.ApiClient) -> None:
@@ -205,3 +148,26 @@ def test_the_watch_cache_outlives_a_compaction(control_plane: ControlPlane, admi
 
     events = _watch_all(core.list_namespaced_config_map, old_rv)
     assert [e["type"] for e in events] == ["MODIFIED"] * 3
+
+
+def test_jobsync_reads_the_log_of_a_failed_pod(
+    control_plane: ControlPlane, rbac: None, jobsync_api: client.ApiClient
+) -> None:
+    """pods/log goes API server -> kwok's kubelet endpoint; the CRI framing is gone, the lines are as written."""
+    control_plane.set_pod_log("epoch 1 loss=0.51\nTraceback (most recent call last):\nRuntimeError: CUDA out of memory")
+    name = f"log-{uuid.uuid4().hex[:6]}"
+    run_pytorchjob(jobsync_api, pytorchjob(name, {OUTCOME_ANNOTATION: "fail"}, restart_policy="Never"), until="Failed")
+    core = client.CoreV1Api(jobsync_api)
+    pods = core.list_namespaced_pod(
+        JOB_NAMESPACE, label_selector=f"training.kubeflow.org/job-name={name},training.kubeflow.org/replica-type=master"
+    ).items
+    assert [p.status.phase for p in pods] == ["Failed"]
+    log = core.read_namespaced_pod_log(pods[0].metadata.name, JOB_NAMESPACE, container="pytorch", tail_lines=1)
+    assert log == "RuntimeError: CUDA out of memory\n"
+
+    # The generated client parses a log that happens to be JSON and returns its Python repr; raw bytes do not lie.
+    control_plane.set_pod_log('{"level": "error", "msg": "boom"}')
+    parsed = core.read_namespaced_pod_log(pods[0].metadata.name, JOB_NAMESPACE)
+    raw = core.read_namespaced_pod_log(pods[0].metadata.name, JOB_NAMESPACE, _preload_content=False).data
+    assert parsed == "{'level': 'error', 'msg': 'boom'}"
+    assert raw == b'{"level": "error", "msg": "boom"}\n'
