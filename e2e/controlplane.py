@@ -246,6 +246,7 @@ class ControlPlane:
         self.keep_workdir = keep_workdir
         self.timeout = timeout
         self.logs_dir = self.workdir / "logs"
+        self.pod_log_file = self.workdir / "pod.log"
         self.admin_token = secrets.token_urlsafe(32)
         self.jobsync_token = secrets.token_urlsafe(32)
         self.startup_seconds: float | None = None
@@ -359,6 +360,18 @@ class ControlPlane:
         revision = int(self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"\0").decode()})["header"]["revision"])
         self._etcd_call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
         return revision
+
+    def set_pod_log(self, text: str, stream: str = "stdout") -> None:
+        """What ``pods/log`` answers for every pod from now on (kwok reads the file at each request).
+
+        The file is in the CRI log format the kubelet reads (``<RFC3339Nano> <stream> F <line>``); the API
+        server hands out the lines alone, as on a real node.
+        """
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+        lines = "".join(f"{stamp} {stream} F {line}\n" for line in text.splitlines())
+        partial = self.pod_log_file.with_suffix(".partial")
+        partial.write_text(lines)
+        partial.replace(self.pod_log_file)
 
     def restart_apiserver(self) -> None:
         """Restart kube-apiserver: its watch caches start again at etcd's current revision."""
@@ -607,12 +620,22 @@ class ControlPlane:
     def _start_kwok(self, kubeconfig: Path) -> None:
         assert self._pki is not None
         port = self._ports["kwok"]
+        self.set_pod_log("(no log: the e2e test did not call ControlPlane.set_pod_log)")
+        # The repo's Stages plus one rule that serves every pod's log from pod_log_file.
+        logs_rule = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": "e2e-pod-log"},
+            "spec": {"logs": [{"logsFile": str(self.pod_log_file), "follow": False}]},
+        }
+        kwok_config = self.workdir / "kwok.yaml"
+        kwok_config.write_text(KWOK_STAGES.read_text() + "\n---\n" + yaml.safe_dump(logs_rule, sort_keys=False))
         self._launch(
             "kwok",
             [
                 self._bin("kwok"),
                 f"--kubeconfig={kubeconfig}",
-                f"--config={KWOK_STAGES}",
+                f"--config={kwok_config}",
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 f"--cidr={POD_CIDR}",
