@@ -350,14 +350,16 @@ class ControlPlane:
             applied.append(resp.body)
         return applied
 
-    def compact_etcd(self) -> int:
-        """Compact etcd at its current revision (physically) and return that revision.
+    def compact_etcd(self, revision: int | None = None) -> int:
+        """Compact etcd (physically) at ``revision``, default its current one, and return that revision.
 
         A watch that etcd serves from an older resourceVersion then answers 410 Gone. The API server serves
         most watches from its watch cache, which still holds recent events after a compaction; only
         ``UNCACHED_RESOURCE`` (podtemplates) goes to etcd, or any resource after :meth:`restart_apiserver`.
         """
-        revision = int(self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"\0").decode()})["header"]["revision"])
+        if revision is None:
+            current = self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"\0").decode()})
+            revision = int(current["header"]["revision"])
         self._etcd_call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
         return revision
 

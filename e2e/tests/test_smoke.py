@@ -137,6 +137,23 @@ def test_watch_from_before_a_compaction_is_gone(control_plane: ControlPlane, adm
     assert "Expired" in str(err.value.reason), err.value.reason
 
 
+def test_a_compaction_right_after_the_watch_revision_is_a_500(
+    control_plane: ControlPlane, admin_api: client.ApiClient
+) -> None:
+    """etcd starts the watch, but the first event's previous value is compacted: InternalError, not Expired."""
+    core = client.CoreV1Api(admin_api)
+    name = f"rv-{uuid.uuid4().hex[:6]}"
+    template = {"metadata": {"name": name}, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
+    old_rv = core.create_namespaced_pod_template(JOB_NAMESPACE, template).metadata.resource_version
+    core.patch_namespaced_pod_template(name, JOB_NAMESPACE, {"metadata": {"labels": {"n": "1"}}})
+    control_plane.compact_etcd(revision=int(old_rv) + 1)
+
+    with pytest.raises(ApiException) as err:
+        _watch_all(core.list_namespaced_pod_template, old_rv)
+    assert err.value.status == 500, err.value
+    assert "PrevKv=nil" in str(err.value.reason), err.value.reason
+
+
 def test_the_watch_cache_outlives_a_compaction(control_plane: ControlPlane, admin_api: client.ApiClient) -> None:
     """What EKS does too: a cached resource's watch from before the compaction still gets its events."""
     core = client.CoreV1Api(admin_api)
