@@ -29,7 +29,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -734,7 +734,9 @@ class ControlPlane:
 
     # ---------------------------------------------------------------- waiting and plumbing
 
-    def _wait(self, what: str, check: Any, proc: str | None = None, timeout: float | None = None) -> None:
+    def _wait(
+        self, what: str, check: Callable[[], bool], proc: str | None = None, timeout: float | None = None
+    ) -> None:
         deadline = time.monotonic() + (timeout or self.timeout)
         last: BaseException | None = None
         while time.monotonic() < deadline:
@@ -743,7 +745,7 @@ class ControlPlane:
             try:
                 if check():
                     return
-            except (OSError, ValueError, KeyError) as err:
+            except (OSError, ValueError, KeyError, AttributeError, TypeError) as err:
                 last = err
             time.sleep(0.2)
         raise ControlPlaneError(f"timed out after {timeout or self.timeout:.0f}s waiting for {what} (last: {last})")

@@ -188,3 +188,34 @@ def test_jobsync_reads_the_log_of_a_failed_pod(
     raw = core.read_namespaced_pod_log(pods[0].metadata.name, JOB_NAMESPACE, _preload_content=False).data
     assert parsed == "{'level': 'error', 'msg': 'boom'}"
     assert raw == b'{"level": "error", "msg": "boom"}\n'
+
+
+def test_the_scheduler_places_gpu_pods_on_the_gpu_node(admin_api: client.ApiClient) -> None:
+    core = client.CoreV1Api(admin_api)
+    suffix = uuid.uuid4().hex[:6]
+
+    def pod(name: str, gpus: int) -> dict:
+        resources = {"limits": {"nvidia.com/gpu": str(gpus)}}
+        container = {"name": "c", "image": "x", "resources": resources}
+        meta = {"name": name, "annotations": {OUTCOME_ANNOTATION: "run-forever"}}
+        return {"metadata": meta, "spec": {"restartPolicy": "Never", "containers": [container]}}
+
+    core.create_namespaced_pod(JOB_NAMESPACE, pod(f"gpu-one-{suffix}", 1))
+    core.create_namespaced_pod(JOB_NAMESPACE, pod(f"gpu-many-{suffix}", 8))
+    try:
+        placed = wait_for(
+            "the 1-GPU pod to run",
+            lambda: (p := core.read_namespaced_pod(f"gpu-one-{suffix}", JOB_NAMESPACE)).status.phase == "Running" and p,
+            timeout=30,
+        )
+        assert placed.spec.node_name == "kwok-gpu-0"
+
+        def unschedulable() -> Any:
+            p = core.read_namespaced_pod(f"gpu-many-{suffix}", JOB_NAMESPACE)
+            return [c for c in p.status.conditions or [] if c.type == "PodScheduled" and c.reason == "Unschedulable"]
+
+        cond = wait_for("the 8-GPU pod to be Unschedulable", unschedulable, timeout=30)[0]
+        assert "Insufficient nvidia.com/gpu" in cond.message, cond.message
+    finally:
+        for name in (f"gpu-one-{suffix}", f"gpu-many-{suffix}"):
+            core.delete_namespaced_pod(name, JOB_NAMESPACE, grace_period_seconds=0)
