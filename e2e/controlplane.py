@@ -239,9 +239,10 @@ class ControlPlane:
         keep_workdir: bool = False,
         timeout: float = 60.0,
     ) -> None:
-        self.bin_dir = bin_dir or default_bin_dir()
+        # Absolute, since every component runs with the work folder as its current directory.
+        self.bin_dir = (bin_dir or default_bin_dir()).resolve()
         self._own_workdir = workdir is None
-        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="jobsync-e2e-"))
+        self.workdir = (workdir or Path(tempfile.mkdtemp(prefix="jobsync-e2e-"))).resolve()
         self.nodes = tuple(nodes)
         self.keep_workdir = keep_workdir
         self.timeout = timeout
