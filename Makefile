@@ -95,3 +95,18 @@ scan: $(SCAN_VENV)/.installed $(ASL_DIR)/node_modules/.installed
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(ASL_DIR)/node_modules .aws-sam build/scan .pytest_cache .ruff_cache .hypothesis
+
+## End-to-end tier: real etcd, kube-apiserver, controller-manager, scheduler, kwok and training-operator (e2e/README.md).
+.PHONY: e2e-build cluster e2e
+
+## Build the e2e binaries into $JOBSYNC_E2E_BIN (default ~/.cache/jobsync-e2e/bin); quick when nothing changed.
+e2e-build:
+	e2e/cluster/build.sh
+
+## Start the e2e control plane for a human: prints the kubeconfigs and versions; Ctrl-C stops it.
+cluster: $(STAMP) e2e-build
+	PYTHONPATH=layers/jobsync:. $(BIN)/python -m e2e.controlplane up $(if $(WORKDIR),--workdir $(WORKDIR))
+
+## Build, then run the e2e tests (make test does not collect them: testpaths is tests/).
+e2e: $(STAMP) e2e-build
+	PYTHONPATH=layers/jobsync:. $(BIN)/python -m pytest -m e2e e2e/tests
