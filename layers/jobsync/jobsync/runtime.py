@@ -11,6 +11,7 @@ from typing import Any
 from jobsync.cluster.connection import get_api_client
 from jobsync.cluster.jobs import KubeJobs
 from jobsync.errors import ClusterConfigError, InvalidInput
+from jobsync.run.hints import HintStore
 from jobsync.settings import Settings
 
 
@@ -63,6 +64,11 @@ def table() -> Any:
     if not name:
         raise InvalidInput("this deployment has no table (JOBSYNC_TABLE_NAME): callback mode needs one")
     return boto3.resource("dynamodb").Table(name)
+
+
+def hints() -> HintStore | None:
+    """Learned hints, when the deployment has a table (every stack does; a bare local run may not)."""
+    return HintStore(table()) if settings().table_name else None
 
 
 @cache
