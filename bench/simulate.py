@@ -37,6 +37,9 @@ WATCH_SECONDS = 840  # the template's largest WatchSeconds: fewest polls
 WATCH_EVENT_LATENCY_S = 1.0  # the longest PENDING spell of the workload: the most polls before RUNNING
 
 
+ENDED = (Phase.SUCCEEDED, Phase.FAILED)
+
+
 @dataclass(frozen=True)
 class Policy:
     """How one contender decides its waits, and which state machine it runs on."""
@@ -111,7 +114,7 @@ def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> li
         seen = job.phase_at(now)
         if seen is not phase:
             phase, since = seen, now
-        if seen is Phase.SUCCEEDED or now >= deadline:  # runs.poll: terminal, or TIMED_OUT
+        if seen in ENDED or now >= deadline:  # runs.poll: terminal, or TIMED_OUT
             return times
         wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds)
 
@@ -127,7 +130,7 @@ def watch_polls(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> l
     now, polls = 0.0, []
     while True:
         seen = job.phase_at(now)
-        if seen is Phase.SUCCEEDED or now >= deadline:
+        if seen in ENDED or now >= deadline:
             polls.append((now, 0.0))
             return polls
         hold = policy.watch_seconds
@@ -137,7 +140,7 @@ def watch_polls(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> l
         change = job.pending_s if seen is Phase.PENDING else job.end_s
         answered = min(now + hold, change + WATCH_EVENT_LATENCY_S)
         polls.append((answered, answered - now))
-        if job.phase_at(answered) is Phase.SUCCEEDED or answered >= deadline:
+        if job.phase_at(answered) in ENDED or answered >= deadline:
             return polls
         now = answered
 
@@ -204,6 +207,7 @@ def evaluate_policy(
         runs = [simulate(job, policy) for job in jobs]
         longest = longest_job_within_cap(policy, model) if cap_check else None
     delays = [r.delay_s for r in runs]
+    by_outcome = {o: [r.delay_s for r in runs if r.job.outcome == o] for o in ("succeeded", "failed")}
     polls = statistics.fmean(r.polls for r in runs)
     invocations = model.lambda_invocations(polls)
     billed_s = invocations * prices.lambda_billed_ms / 1000
@@ -222,6 +226,7 @@ def evaluate_policy(
         by_class[klass] = {
             "jobs": len(mine),
             "mean_delay_s": statistics.fmean(r.delay_s for r in mine),
+            "mean_delay_failed_s": _mean_or_none([r.delay_s for r in mine if r.job.failed]),
             "polls_per_job": statistics.fmean(r.polls for r in mine),
         }
     return {
@@ -230,6 +235,10 @@ def evaluate_policy(
         "jobs": len(runs),
         "mean_delay_s": statistics.fmean(delays),
         "p95_delay_s": p95(delays),
+        "mean_delay_succeeded_s": _mean_or_none(by_outcome["succeeded"]),
+        "mean_delay_failed_s": _mean_or_none(by_outcome["failed"]),
+        "p95_delay_failed_s": p95(by_outcome["failed"]) if by_outcome["failed"] else None,
+        "failed_jobs": len(by_outcome["failed"]),
         "max_delay_s": max(delays),
         "polls_per_job": polls,
         "transitions_per_job": transitions,
@@ -251,6 +260,10 @@ def evaluate_policy(
             sum(r.job.end_s > (1 + policy.bounds.hint_tolerance) * r.job.hint_s for r in runs) if policy.hint else None
         ),
     }
+
+
+def _mean_or_none(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
 
 
 def longest_job_within_cap(policy: Policy, model: CostModel, cap: int = HISTORY_CAP) -> float | str:

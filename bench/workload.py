@@ -1,4 +1,4 @@
-"""The simulated jobs: three length classes, each preceded by a short PENDING spell."""
+"""The simulated jobs: three length classes, each preceded by a short PENDING spell; a fifth of them fail."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ CLASSES: tuple[tuple[str, int, int], ...] = (
 )
 PENDING_MAX_S = 10 * MINUTE
 HINT_ERROR = 0.2  # the hint is the true duration times U(1 - e, 1 + e)
+# Failures: job i fails when i % FAIL_EVERY == FAIL_EVERY - 1 (a fifth of the jobs, spread evenly over
+# the classes). Every other failing job crashes in the first EARLY_FRACTION of its planned run
+# (configuration errors, out of memory); the rest fail uniformly over the run.
+FAIL_EVERY = 5
+EARLY_FRACTION = 0.1
 
 
 @dataclass(frozen=True)
@@ -26,14 +31,19 @@ class Job:
 
     klass: str
     pending_s: float
-    run_s: float
+    run_s: float  # time RUNNING until it ends: succeeds, or (``failed``) fails
     # expectedDurationSeconds as a caller would pass it: measured from submission
-    # (pending + run, as the policy compares it with the time since submission), off by up to ±20 %.
+    # (pending + planned run, as the policy compares it with the time since submission), off by up to ±20 %.
     hint_s: int
+    failed: bool = False
 
     @property
     def end_s(self) -> float:
         return self.pending_s + self.run_s
+
+    @property
+    def outcome(self) -> str:
+        return "failed" if self.failed else "succeeded"
 
     def phase_at(self, t: float) -> Phase:
         """What a GET at time t reports (a job that ended at t is seen as ended)."""
@@ -41,17 +51,26 @@ class Job:
             return Phase.PENDING
         if t < self.end_s:
             return Phase.RUNNING
-        return Phase.SUCCEEDED
+        return Phase.FAILED if self.failed else Phase.SUCCEEDED
 
 
-def make_workload(n: int, seed: int) -> list[Job]:
-    """``n`` jobs, a third per class (job i is in class i mod 3), reproducible from ``seed``."""
+def make_workload(n: int, seed: int, failures: bool = True) -> list[Job]:
+    """``n`` jobs, a third per class (job i is in class i mod 3), reproducible from ``seed``.
+
+    The successful jobs' lengths and hints do not depend on ``failures``: the
+    failure points come from a generator of their own.
+    """
     rng = random.Random(seed)
+    fail_rng = random.Random(seed + 1)
     jobs = []
     for i in range(n):
         klass, shortest, longest = CLASSES[i % len(CLASSES)]
         pending = rng.uniform(0, PENDING_MAX_S)
         run = rng.uniform(shortest, longest)
         hint = round((pending + run) * rng.uniform(1 - HINT_ERROR, 1 + HINT_ERROR))
-        jobs.append(Job(klass, pending, run, hint))
+        failed = failures and i % FAIL_EVERY == FAIL_EVERY - 1
+        if failed:
+            early = (i // FAIL_EVERY) % 2 == 0
+            run *= fail_rng.uniform(0, EARLY_FRACTION if early else 1.0)
+        jobs.append(Job(klass, pending, run, hint, failed))
     return jobs
