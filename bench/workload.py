@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import dataclass
 
 from jobsync.evaluation.phase import Phase
@@ -23,6 +24,10 @@ HINT_ERROR = 0.2  # the hint is the true duration times U(1 - e, 1 + e)
 # (configuration errors, out of memory); the rest fail uniformly over the run.
 FAIL_EVERY = 5
 EARLY_FRACTION = 0.1
+# Learned hints (jobsync.run.hints): a recurring job's family runs D x U(1 - v, 1 + v) each time, and the
+# hint is the median of the family's last LEARNED_RUNS successful runs.
+FAMILY_SPREAD = 0.3
+LEARNED_RUNS = 5
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,9 @@ class Job:
     # (pending + planned run, as the policy compares it with the time since submission), off by up to ±20 %.
     hint_s: int
     failed: bool = False
+    # The learned hint: the median of LEARNED_RUNS earlier runs of its family (each ±FAMILY_SPREAD around the
+    # family's typical length; this run is one more such draw).
+    learned_hint_s: int = 0
 
     @property
     def end_s(self) -> float:
@@ -62,15 +70,19 @@ def make_workload(n: int, seed: int, failures: bool = True) -> list[Job]:
     """
     rng = random.Random(seed)
     fail_rng = random.Random(seed + 1)
+    family_rng = random.Random(seed + 2)
     jobs = []
     for i in range(n):
         klass, shortest, longest = CLASSES[i % len(CLASSES)]
         pending = rng.uniform(0, PENDING_MAX_S)
         run = rng.uniform(shortest, longest)
         hint = round((pending + run) * rng.uniform(1 - HINT_ERROR, 1 + HINT_ERROR))
+        typical = (pending + run) / family_rng.uniform(1 - FAMILY_SPREAD, 1 + FAMILY_SPREAD)
+        earlier = [typical * family_rng.uniform(1 - FAMILY_SPREAD, 1 + FAMILY_SPREAD) for _ in range(LEARNED_RUNS)]
+        learned = round(statistics.median(earlier))
         failed = failures and i % FAIL_EVERY == FAIL_EVERY - 1
         if failed:
             early = (i // FAIL_EVERY) % 2 == 0
             run *= fail_rng.uniform(0, EARLY_FRACTION if early else 1.0)
-        jobs.append(Job(klass, pending, run, hint, failed))
+        jobs.append(Job(klass, pending, run, hint, failed, learned))
     return jobs
