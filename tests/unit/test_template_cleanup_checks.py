@@ -41,7 +41,7 @@ def test_describe_execution_is_granted_on_this_state_machines_executions_to_the_
     granted = [s for s in statements() if "states:DescribeExecution" in str(s["Action"])]
     assert len(granted) == 1
     (grant,) = granted
-    assert grant["Effect"] == "Allow" and grant["Action"] == "states:DescribeExecution"
+    assert grant["Effect"] == "Allow" and grant["Action"] == ["states:DescribeExecution", "states:GetExecutionHistory"]
     name = RESOURCES["RunJobStateMachine"]["Properties"]["Name"]["Fn::Sub"]
     assert grant["Resource"]["Fn::Sub"] == f"{PREFIX}:execution:{name}:*"
     function = RESOURCES["CleanupFunction"]["Properties"]["FunctionName"]["Fn::Sub"]

@@ -97,6 +97,25 @@ def describe_execution(arn: str) -> dict[str, Any] | None:
     return description
 
 
+def cleanup_state_ran(arn: str) -> bool:
+    """Whether the execution went through its own Cleanup state (the last events of its history say so)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        page = stepfunctions().get_execution_history(executionArn=arn, reverseOrder=True, maxResults=50)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in {"AccessDeniedException", "AccessDenied"}:
+            raise ClusterConfigError(
+                f"states:GetExecutionHistory on {arn} is denied: the cleanup role must be allowed it "
+                "on this state machine's executions (template.yaml)"
+            ) from None
+        raise
+    return any(
+        (event.get("stateEnteredEventDetails") or {}).get("name") == "Cleanup" for event in page.get("events", [])
+    )
+
+
 def reset() -> None:
     """Forget what was cached (tests change the environment between runs)."""
     settings.cache_clear()
