@@ -284,14 +284,17 @@ def judge(
 
     The pod's events are read when it is Unschedulable (only they say whether
     capacity is coming), and for an image error whose message names no cause
-    once it has lasted the image error grace (only then could they shorten
-    the wait). The timer is the state's ``stuckSince``, started again when
+    once the pod has pulled for the image error grace (only then could they
+    shorten the wait). The timer is the state's ``stuckSince``, started again when
     the timer class changes (``timer_class``); a pull error that can never
     heal counts from the pod's start, when the kubelet began pulling.
     """
     name, reason = str(finding["pod"]), str(finding["reason"])
     pod = next((p for p in pods if (p.get("metadata") or {}).get("name") == name), {})
     previous = clock.parse(state.stuckSince) if state.stuckSince else None
+    started = clock.parse(str((pod.get("status") or {}).get("startTime") or ""))
+    # Since when the kubelet pulls: the pod's start, never before the submission (a skewed clock).
+    pulling_since = min(now, max(started, clock.parse(state.submittedAt) or now)) if started is not None else now
 
     def since_for(stuck_reason: str) -> float:
         same = previous is not None and timer_class(state.reason) == timer_class(stuck_reason)
@@ -302,7 +305,7 @@ def judge(
         stuck = unschedulable(name, str(finding.get("message") or ""), events)
     elif reason in IMAGE_REASONS:
         stuck = image_error(finding)
-        lasted = now - since_for(reason)
+        lasted = now - min(since_for(reason), pulling_since)
         undecided = stuck.grace == Grace.STUCK and names_no_cause(stuck.message)
         if undecided and lasted >= settings.image_error_grace_seconds:
             stuck = image_error(finding, pod_events(cluster.list_events(state.job.namespace, name), pod))
@@ -310,8 +313,5 @@ def judge(
         stuck = Stuck(name, reason, str(finding.get("message") or ""), Grace.STUCK)
     since = since_for(stuck.reason)
     if stuck.grace == Grace.IMAGE_ERROR:
-        started = clock.parse(str(((pod.get("status") or {}).get("startTime")) or ""))
-        submitted = clock.parse(state.submittedAt) or now
-        if started is not None:
-            since = min(since, max(started, submitted))
+        since = min(since, pulling_since)
     return Judgement(stuck, since, grace_seconds(stuck.grace, settings))
