@@ -119,6 +119,14 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
+def _middle_out(text: str) -> str:
+    """At most MAX_MESSAGE characters, keeping both ends: a pull error says what at the start, why at the end."""
+    if len(text) <= MAX_MESSAGE:
+        return text
+    head = MAX_MESSAGE // 3
+    return text[:head] + "…" + text[len(text) - (MAX_MESSAGE - head - 1) :]
+
+
 # --------------------------------------------------------------------------- events
 
 
@@ -229,15 +237,30 @@ def pull_failure(events: Iterable[Mapping[str, Any]]) -> str | None:
     return found
 
 
-def image_error(finding: Mapping[str, Any], events: Iterable[Mapping[str, Any]] = ()) -> Stuck:
-    """An image pull error: IMAGE_ERROR when it can never heal (the container's message or the pod's events say so)."""
-    pod, reason, message = str(finding["pod"]), str(finding["reason"]), str(finding.get("message") or "")
+def image_error(finding: Mapping[str, Any], events: Iterable[Mapping[str, Any]] = (), message: str = "") -> Stuck:
+    """An image pull error: IMAGE_ERROR when it can never heal (the container's message or the pod's events say so).
+
+    ``message``: the container's whole waiting message, when the finding's is cut short.
+    """
+    pod, reason = str(finding["pod"]), str(finding["reason"])
+    message = message or str(finding.get("message") or "")
     if image_error_is_permanent(reason, message):
-        return Stuck(pod, reason, message, Grace.IMAGE_ERROR)
+        return Stuck(pod, reason, _middle_out(message), Grace.IMAGE_ERROR)
     failure = pull_failure(events)
     if failure is not None:
-        return Stuck(pod, reason, _short(f"{message or reason}; the kubelet: {failure}"), Grace.IMAGE_ERROR)
-    return Stuck(pod, reason, message, Grace.STUCK)
+        return Stuck(pod, reason, _middle_out(f"{reason}: {failure}"), Grace.IMAGE_ERROR)
+    return Stuck(pod, reason, _middle_out(message), Grace.STUCK)
+
+
+def waiting_message(pod: Mapping[str, Any], container: str | None) -> str:
+    """The whole waiting message of a container of ``pod`` ('' when there is none)."""
+    status = pod.get("status") or {}
+    for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        if container is None or cs.get("name") == container:
+            message = ((cs.get("state") or {}).get("waiting") or {}).get("message")
+            if message:
+                return str(message)
+    return ""
 
 
 def timer_class(reason: str) -> str:
@@ -304,11 +327,13 @@ def judge(
         events = pod_events(cluster.list_events(state.job.namespace, name), pod)
         stuck = unschedulable(name, str(finding.get("message") or ""), events)
     elif reason in IMAGE_REASONS:
-        stuck = image_error(finding)
+        whole = waiting_message(pod, finding.get("container"))
+        stuck = image_error(finding, message=whole)
         lasted = now - min(since_for(reason), pulling_since)
-        undecided = stuck.grace == Grace.STUCK and names_no_cause(stuck.message)
+        undecided = stuck.grace == Grace.STUCK and names_no_cause(whole or stuck.message)
         if undecided and lasted >= settings.image_error_grace_seconds:
-            stuck = image_error(finding, pod_events(cluster.list_events(state.job.namespace, name), pod))
+            events = pod_events(cluster.list_events(state.job.namespace, name), pod)
+            stuck = image_error(finding, events, message=whole)
     else:
         stuck = Stuck(name, reason, str(finding.get("message") or ""), Grace.STUCK)
     since = since_for(stuck.reason)
