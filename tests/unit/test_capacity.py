@@ -310,3 +310,30 @@ def test_flipping_between_pull_errors_keeps_the_timer():
     finding = {"pod": POD, "reason": "ErrImagePull", "message": IMAGE_ERRORS[6][1]}
     judged = stuck.judge(finding, [pod()], state(T0 + 130, "ImagePullBackOff"), T0 + 200, RecordingCluster(), SETTINGS)
     assert judged.since == T0 + 130
+
+
+# --------------------------------------------------------------------------- the template and the docs
+
+GRACE_PARAMETERS = {
+    "CapacityGraceSeconds": ("JOBSYNC_CAPACITY_GRACE_SECONDS", "capacity_grace_seconds", 21600),
+    "UnschedulableGraceSeconds": ("JOBSYNC_UNSCHEDULABLE_GRACE_SECONDS", "unschedulable_grace_seconds", 600),
+    "ImageErrorGraceSeconds": ("JOBSYNC_IMAGE_ERROR_GRACE_SECONDS", "image_error_grace_seconds", 120),
+    "StuckGraceSeconds": ("JOBSYNC_STUCK_GRACE_SECONDS", "stuck_grace_seconds", 900),
+}
+
+
+@pytest.mark.parametrize("parameter", sorted(GRACE_PARAMETERS))
+def test_each_grace_is_a_template_parameter_feeding_its_setting_and_documented(parameter):
+    from pathlib import Path
+
+    from tests.cfn import load_template
+
+    variable, field, default = GRACE_PARAMETERS[parameter]
+    template = load_template()
+    assert template["Parameters"][parameter]["Default"] == default
+    assert template["Globals"]["Function"]["Environment"]["Variables"][variable] == {"Ref": parameter}
+    assert Settings.variable(field) == variable
+    settings = Settings.from_env({variable: str(template["Parameters"][parameter]["Default"])})
+    assert getattr(settings, field) == default
+    table = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text()
+    assert f"| `{parameter}` | `{default}` |" in table
