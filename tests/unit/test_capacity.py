@@ -8,6 +8,8 @@ the scheduler's FailedScheduling and the kubelet's pull errors.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from jobsync import clock
@@ -15,6 +17,7 @@ from jobsync.run import stuck
 from jobsync.run.inputs import LoopState
 from jobsync.run.stuck import Grace
 from jobsync.settings import Settings
+from tests.cfn import load_template
 from tests.support.cluster import RecordingCluster
 
 T0 = clock.parse("2025-01-01T00:00:00Z") or 0.0
@@ -324,10 +327,6 @@ GRACE_PARAMETERS = {
 
 @pytest.mark.parametrize("parameter", sorted(GRACE_PARAMETERS))
 def test_each_grace_is_a_template_parameter_feeding_its_setting_and_documented(parameter):
-    from pathlib import Path
-
-    from tests.cfn import load_template
-
     variable, field, default = GRACE_PARAMETERS[parameter]
     template = load_template()
     assert template["Parameters"][parameter]["Default"] == default
