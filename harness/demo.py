@@ -1,6 +1,7 @@
 """`make demo`: one jobsync execution, end to end, on this machine.
 
-    python -m harness.demo [--scenario success|failure|restarting|image-pull-backoff|timeout|operator-down]
+    python -m harness.demo [--scenario success|failure|restarting|image-pull-backoff|gpu-scale-up|never-schedulable|
+                                      bad-image|timeout|operator-down]
                            [--input events/run-job-input.json] [--kubeconfig PATH] [--mode poll|watch|callback]
 
 Prints one line per poll (virtual time since submission, phase, reason, next
@@ -30,6 +31,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "restarting": {"sim": "restarting", "timings": {"pending_s": 90, "restart_at": 1800, "run_s": 3600}},
     "image-pull-backoff": {"sim": "image-pull-backoff", "timings": {}},
     "operator-down": {"sim": "operator-down", "timings": {}},
+    # GPUs on their way: the Cluster Autoscaler scales up for 40 minutes, then the job runs and succeeds.
+    "gpu-scale-up": {"sim": "gpu-scale-up", "timings": {"scale_up_s": 2400, "run_s": 1800}},
+    # No node group can ever fit the pod: FAILED after UnschedulableGraceSeconds, saying why.
+    "never-schedulable": {"sim": "never-schedulable", "timings": {}},
+    # The image's tag does not exist: FAILED within minutes, the Cause naming the pull error.
+    "bad-image": {"sim": "bad-image", "timings": {}},
     # The job would run ten hours; the execution input gives it six.
     "timeout": {"sim": "success", "timings": {"pending_s": 90, "run_s": 10 * 3600}},
 }
