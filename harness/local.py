@@ -44,6 +44,10 @@ FUNCTIONS = ("submit", "status", "cleanup", "await", "resume")
 NAMESPACE = "ml-training"
 STATE_MACHINE = "jobsync-run-job"
 TABLE = "jobsync-table"
+# The template bucket of events/submit-template.json, served from events/templates/.
+TEMPLATE_BUCKET = "jobsync-templates-123456789012"
+TEMPLATE_PREFIX = "jobsync/templates/"
+TEMPLATES = ROOT / "events" / "templates"
 EVENT_BUS = "jobsync-jobs"
 
 _handlers: dict[str, ModuleType] = {}
@@ -194,6 +198,7 @@ class LocalJobsync:
         # As template.yaml tells the cleanup function which state machine's executions are its own.
         self._set_env({"JOBSYNC_STATE_MACHINE_ARN": self._state_machine_arn})
         self._make_callback_resources()
+        self._serve_templates()
         runtime.reset()
         if self.notifier_enabled and self.api:
             self.start_notifier()
@@ -216,6 +221,20 @@ class LocalJobsync:
         target = {"Id": "resume", "Arn": self.sfn.function_arn("jobsync-resume")}
         events.put_targets(Rule="job-ended", EventBusName=EVENT_BUS, Targets=[target])
         self._set_env({"JOBSYNC_TABLE_NAME": TABLE})
+
+    def _serve_templates(self) -> None:
+        """events/templates/ as the deployment's template bucket, so a jobTemplate input runs like an inline job."""
+        import boto3
+
+        bucket = self.env.get("JOBSYNC_TEMPLATE_BUCKET", TEMPLATE_BUCKET)
+        prefix = self.env.get("JOBSYNC_TEMPLATE_PREFIX", TEMPLATE_PREFIX)
+        if not bucket:
+            return
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket=bucket)
+        for path in sorted(TEMPLATES.glob("*.yaml")):
+            s3.put_object(Bucket=bucket, Key=prefix + path.name, Body=path.read_bytes())
+        self._set_env({"JOBSYNC_TEMPLATE_BUCKET": bucket, "JOBSYNC_TEMPLATE_PREFIX": prefix})
 
     def start_notifier(self) -> None:
         """The notifier against the local API, publishing to the local bus (in this process, on its threads)."""

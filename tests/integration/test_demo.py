@@ -38,3 +38,19 @@ def test_the_demo_succeeds_in_every_completion_mode(mode):
 def test_an_unknown_mode_is_a_usage_error():
     proc = demo("--mode", "carrier-pigeon")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_a_template_input_runs_locally_like_an_inline_job():
+    # make demo serves events/templates/ as the bucket events/submit-template.json names.
+    proc = demo("--input", "events/run-job-template-input.json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["status"] == "SUCCEEDED" and result["jobsLeft"] == []  # cleanup: always
+
+
+def test_an_input_that_is_not_an_object_prints_the_result_line():
+    proc = demo("--input", "tests/data/not_an_object.json")
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (result["status"], result["error"]) == ("FAILED", "InvalidInput")
+    assert "must be a JSON object, got array" in result["cause"]

@@ -20,7 +20,8 @@ from jobsync.run.manifests import job_labels, job_name
 from tests.support.kube import PYTORCHJOBS
 from tests.support.lambdas import EVENTS, invoke, load_event
 
-TESTED_ELSEWHERE = {"run-job-input.json"}  # the execution input: tests/integration/test_run_job.py
+# Execution inputs: tests/integration/test_run_job.py and test_demo.py run them through the state machine.
+TESTED_ELSEWHERE = {"run-job-input.json", "run-job-template-input.json"}
 
 
 @pytest.fixture

@@ -165,7 +165,7 @@ def test_one_poll_costs_nine_history_events():
     assert iterations and all(it == REAL_ITERATION for it in iterations)
     # The whole execution: 9 per poll plus a fixed number for Submit, Cleanup and the end.
     fixed = len(types) - 9 * len(starts)
-    assert fixed == 18  # 8 before the first Wait; Cleanup 5, Outcome 2, Succeed 2, ExecutionSucceeded 1
+    assert fixed == 20  # 10 before the first Wait (CheckInput 2); Cleanup 5, Outcome 2, Succeed 2, ExecutionSucceeded 1
 
 
 WATCH = {**QUIET, "JOBSYNC_WATCH_SECONDS": "600"}

@@ -31,6 +31,7 @@ def test_cost_model_is_read_off_the_real_definition():
     assert set(jobsync.loop) == {"Wait", "Status", "IsDone"}
     assert (jobsync.transitions_per_poll, jobsync.events_per_poll, jobsync.lambda_per_poll) == (3, 9, 1)
     assert list(jobsync.fixed_path) == [
+        "CheckInput",
         "Submit",
         "IsDone",
         "Wait",
@@ -40,7 +41,7 @@ def test_cost_model_is_read_off_the_real_definition():
         "Outcome",
         "Succeeded",
     ]
-    assert jobsync.transitions_fixed == 5  # Submit, IsDone, Cleanup, Outcome, Succeeded
+    assert jobsync.transitions_fixed == 6  # CheckInput, Submit, IsDone, Cleanup, Outcome, Succeeded
     seed = models["seed"]
     assert (seed.transitions_per_poll, seed.events_per_poll, seed.lambda_per_poll) == (4, 11, 0)
 
@@ -174,8 +175,17 @@ def test_outputs_are_written(results, tmp_path):
 
 def test_callback_cost_is_read_off_the_real_definition():
     model = cost_models()["callback"]
-    assert list(model.fixed_path) == ["Submit", "IsDone", "Await", "IsDone", "Cleanup", "Outcome", "Succeeded"]
-    assert model.transitions(1) == 7 and model.transitions_per_poll == 3  # Await, Status, IsDone per look
+    assert list(model.fixed_path) == [
+        "CheckInput",
+        "Submit",
+        "IsDone",
+        "Await",
+        "IsDone",
+        "Cleanup",
+        "Outcome",
+        "Succeeded",
+    ]
+    assert model.transitions(1) == 8 and model.transitions_per_poll == 3  # Await, Status, IsDone per look
     assert model.lambda_invocations(1) == 4  # Submit, Await, Cleanup, and the resume function
 
 
