@@ -13,7 +13,7 @@ from jobsync.settings import Settings
 from tests.support.cluster import RecordingCluster
 
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:nightly"
-NAME = manifests.job_name(EXECUTION)
+NAME = manifests.job_name(EXECUTION, None)
 REF = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": NAME}
 
 
