@@ -97,6 +97,7 @@ class Poll:
     phase: str
     reason: str
     wait_seconds: int
+    answered: float | None = None  # when the Status call returned: later than ``at`` while a watch held it
 
 
 @dataclass
@@ -314,7 +315,8 @@ class LocalJobsync:
             if execution_arn and call.result.get("execution") not in (None, execution_arn):
                 continue
             result = call.result
-            polls.append(Poll(call.at, result["phase"], result.get("reason", ""), result.get("waitSeconds", 0)))
+            phase, reason, wait = result["phase"], result.get("reason", ""), result.get("waitSeconds", 0)
+            polls.append(Poll(call.at, phase, reason, wait, call.answered))
         return polls
 
     def jobs_left(self) -> list[dict[str, str]]:

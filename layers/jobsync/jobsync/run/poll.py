@@ -115,11 +115,12 @@ def _watch_for_change(
     diagnostics keep their pace; nothing is watched past the deadline.
     """
     started = clock.now()
-    before = evaluate(obj).phase
-    if before.terminal:
+    seen = evaluate(obj)
+    before = (seen.phase, seen.reason)
+    if seen.phase.terminal:
         return obj, 0.0
     hold = float(settings.watch_seconds)
-    if before in (Phase.PENDING, Phase.UNKNOWN):
+    if seen.phase in (Phase.PENDING, Phase.UNKNOWN):
         hold = min(hold, settings.wait_bounds.pending_max_seconds)
     hold = min(hold, epoch(state.deadline) - started)
     if hold < 1:
@@ -149,9 +150,10 @@ _NO_CHANGE: dict[str, Any] = {}  # a marker, compared by identity
 
 
 def _watch(
-    cluster: Cluster, spec: KindSpec, state: LoopState, version: str, before: Phase, hold: float
+    cluster: Cluster, spec: KindSpec, state: LoopState, version: str, before: tuple[Phase, str], hold: float
 ) -> dict[str, Any] | None:
-    """The job once its phase differs from ``before`` (None once deleted), or its last state when the watch ends.
+    """The job once its phase or reason differs from ``before`` (None once deleted), or its last state when
+    the watch ends. A new reason in the same phase (a restart: RUNNING, PyTorchJobRestarting) is news too.
 
     ``_NO_CHANGE`` when the watch saw no event at all (or had no time left).
     """
@@ -164,7 +166,8 @@ def _watch(
             if event_type == "DELETED":
                 return None
             current = changed
-            if evaluate(changed).phase != before:
+            now_seen = evaluate(changed)
+            if (now_seen.phase, now_seen.reason) != before:
                 break
     return current
 
