@@ -9,6 +9,7 @@ export SAM_CLI_TELEMETRY := 0
 STAMP := $(VENV)/.installed
 
 SCENARIO ?= success
+MODE ?= poll
 INPUT ?= events/run-job-input.json
 
 .PHONY: test test-future package-check rbac demo lint format bench validate build scan clean
@@ -32,7 +33,7 @@ test-future: $(STAMP)
 
 ## Run the state machine end to end on the local Kubernetes API and operator simulator.
 demo: $(STAMP)
-	PYTHONPATH=layers/jobsync:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.simulate import Prices, evaluate_all, standard_policies
+from bench.simulate import Prices, evaluate_all, standard_policies, with_event_latency
 from bench.statemachine import ROOT, cost_models
 from bench.workload import make_workload
 
@@ -36,9 +36,10 @@ class Config:
     latency_calls: int = 200
     crosscheck: bool = True
     cap_check: bool = True
+    e2e_runs: int = 8  # jobs per mode (watch, callback) through the local service on the wall clock
 
 
-QUICK = Config(jobs=300, import_runs=1, latency_calls=20, crosscheck=False)
+QUICK = Config(jobs=300, import_runs=1, latency_calls=20, crosscheck=False, e2e_runs=2)
 
 
 def lambda_memory_mb(template: Path = TEMPLATE) -> int:
@@ -59,8 +60,17 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
     prices = Prices(lambda_memory_mb=lambda_memory_mb(), lambda_billed_ms=max(1, math.ceil(lam["handler_median_ms"])))
     models = cost_models()
     jobs = make_workload(config.jobs, config.seed)
+    policies = standard_policies()
+    e2e: dict[str, Any] = {}
+    if config.e2e_runs:
+        from bench import endtoend
+
+        progress(f"end to end: watch and callback mode on the wall clock ({config.e2e_runs} jobs each)")
+        e2e = endtoend.measure(config.e2e_runs)
+        policies = with_event_latency(policies, {mode: r["delays_s"] for mode, r in e2e.items()})
     progress(f"policies: simulating {len(jobs):,} jobs")
-    results: dict[str, Any] = evaluate_all(standard_policies(), jobs, models, prices, cap_check=config.cap_check)
+    results: dict[str, Any] = evaluate_all(policies, jobs, models, prices, cap_check=config.cap_check)
+    results["end_to_end"] = e2e
     if config.crosscheck:
         from bench.crosscheck import crosscheck
 
@@ -72,6 +82,8 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
     results["meta"] = {
         "policies": [p.name for p in standard_policies()],
         "watch": report.WATCH_NOTE,
+        "callback": report.CALLBACK_NOTE,
+        "learned-hint30": report.LEARNED_NOTE,
         "jobs": config.jobs,
         "seed": config.seed,
         "config": asdict(config),
@@ -79,6 +91,9 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
         "30-day maximum deadline fits (checked with deadlines of 8 and 30 days)",
         "machine": report.machine(),
     }
+    from bench.scale import scale
+
+    results["scale"] = scale(results)
     results["targets"] = report.targets(results)
     results["meta"]["run_seconds"] = time.perf_counter() - started
     return results

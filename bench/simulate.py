@@ -14,14 +14,14 @@ import contextlib
 import math
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.statemachine import HISTORY_CAP, CostModel
 from bench.workload import Job
 from jobsync.evaluation.phase import Phase
 from jobsync.run import policy as jobsync_policy
-from jobsync.run.policy import PollState, WaitBounds, next_wait
+from jobsync.run.policy import PollState, WaitBounds, budget_floor, next_wait
 
 DAY = 86_400
 SIM_DEADLINE_S = 7 * DAY  # generous: no job in the workload reaches it
@@ -31,10 +31,13 @@ CAP_HORIZON_S = 30 * DAY  # the longest deadline the template allows (MaxTimeout
 CAP_DEADLINES_S = (8 * DAY, CAP_HORIZON_S)
 CAP_PENDING_S = 600.0
 WATCH_SECONDS = 840  # the template's largest WatchSeconds: fewest polls
-# From the operator writing the condition to the watch event reaching the Lambda: the
-# operator reconciles on the pod's change at once and the API server streams within
-# milliseconds; a second, generously.
-WATCH_EVENT_LATENCY_S = 1.0  # the longest PENDING spell of the workload: the most polls before RUNNING
+SAFETY_POLL_SECONDS = 3600  # the template's SafetyPollSeconds default (callback mode)
+# From the operator's status write to the execution's end, until measured (bench.endtoend replaces it
+# with the measured delays of the local run on the wall clock).
+DEFAULT_EVENT_LATENCY_S = (1.0,)
+
+
+ENDED = (Phase.SUCCEEDED, Phase.FAILED)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,12 @@ class Policy:
     constants: tuple[tuple[str, float], ...] = ()
     # Watch mode (JOBSYNC_WATCH_SECONDS): each Status holds a watch up to this long.
     watch_seconds: int = 0
+    # Callback mode (JOBSYNC_SAFETY_POLL_SECONDS): a running job is looked at this often; its end comes as an event.
+    safety_poll_seconds: int = 0
+    # Which hint the caller passes: the workload's ±20 % one, or the learned one (Job.learned_hint_s).
+    hint_source: str = "hint_s"
+    # Watch and callback: seconds from the job's end to the execution's end, one per job in turn (measured).
+    event_latency_s: tuple[float, ...] = DEFAULT_EVENT_LATENCY_S
 
 
 def standard_policies() -> list[Policy]:
@@ -77,7 +86,30 @@ def standard_policies() -> list[Policy]:
             machine="jobsync",
             watch_seconds=WATCH_SECONDS,
         ),
+        Policy(
+            "callback",
+            "jobsync's callback mode: the notifier's event resumes the execution; while PENDING the Await "
+            f"times out at the policy's wait, while RUNNING every {SAFETY_POLL_SECONDS} s (one safety poll)",
+            machine="callback",
+            safety_poll_seconds=SAFETY_POLL_SECONDS,
+        ),
+        Policy(
+            "learned-hint30",
+            "jobsync's policy with a learned hint: the median of the family's last 5 runs, which vary ±30 %",
+            machine="jobsync",
+            hint=True,
+            hint_source="learned_hint_s",
+        ),
     ]
+
+
+def with_event_latency(policies: Sequence[Policy], latency: Mapping[str, Sequence[float]]) -> list[Policy]:
+    """``policies`` with the measured end-to-end latencies of watch and callback mode (bench.endtoend)."""
+    out = []
+    for p in policies:
+        key = "watch" if p.watch_seconds else "callback" if p.safety_poll_seconds else None
+        out.append(replace(p, event_latency_s=tuple(latency[key])) if key and latency.get(key) else p)
+    return out
 
 
 @contextlib.contextmanager
@@ -93,13 +125,21 @@ def policy_constants(overrides: Sequence[tuple[str, float]]) -> Iterator[None]:
             setattr(jobsync_policy, name, value)
 
 
-def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> list[float]:
-    """Times of every poll of ``job`` until one sees it end or the deadline passes."""
+def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S, latency: float | None = None) -> list[float]:
+    """Times of every poll of ``job`` until one sees it end or the deadline passes.
+
+    Watch and callback mode: the last time is when the execution learns of the end
+    (``latency``, else the policy's first event latency, after it).
+    """
+    if latency is None:
+        latency = policy.event_latency_s[0]
     if policy.fixed_seconds is not None:
         return _fixed_poll_times(job, policy, deadline)
     if policy.watch_seconds:
-        return [answered for answered, _ in watch_polls(job, policy, deadline)]
-    hint = job.hint_s if policy.hint else None
+        return [answered for answered, _ in watch_polls(job, policy, deadline, latency)]
+    if policy.safety_poll_seconds:
+        return callback_looks(job, policy, deadline, latency)
+    hint = _hint(job, policy)
     bounds = policy.bounds
     phase, since, polls, now = Phase.PENDING, 0.0, 0, 0.0
     wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds)  # from Submit
@@ -111,35 +151,82 @@ def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> li
         seen = job.phase_at(now)
         if seen is not phase:
             phase, since = seen, now
-        if seen is Phase.SUCCEEDED or now >= deadline:  # runs.poll: terminal, or TIMED_OUT
+        if seen in ENDED or now >= deadline:  # runs.poll: terminal, or TIMED_OUT
             return times
         wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds)
 
 
-def watch_polls(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> list[tuple[float, float]]:
+def _hint(job: Job, policy: Policy) -> int | None:
+    return int(getattr(job, policy.hint_source)) if policy.hint else None
+
+
+def callback_looks(job: Job, policy: Policy, deadline: float, latency: float) -> list[float]:
+    """Callback mode: the times of the Status polls the Await timeouts run, then the resume.
+
+    Submit's wait becomes the first Await's timeout; a timed-out Await runs one
+    Status, whose wait is the next timeout: the policy's while PENDING, the
+    safety interval while RUNNING (``jobsync.run.loop.with_next_wait``). The
+    notifier's event resumes the execution ``latency`` after the job ends,
+    unless a Status saw the end first. (Each Await's own look at the job, after
+    storing its token, is counted by the cost model, not here.)
+    """
+    bounds, phase, since, polls, now = policy.bounds, Phase.PENDING, 0.0, 0, 0.0
+    wait: float = next_wait(PollState(phase, now, 0.0, since, deadline, polls, None), bounds)
+    resumed = job.end_s + latency
+    times: list[float] = []
+    while True:
+        if now + wait >= resumed:
+            return [*times, resumed]
+        now += wait
+        polls += 1
+        times.append(now)
+        seen = job.phase_at(now)
+        if seen is not phase:
+            phase, since = seen, now
+        if seen in ENDED or now >= deadline:
+            return times
+        if seen is Phase.RUNNING:
+            wait = max(1, math.floor(min(policy.safety_poll_seconds, deadline - now)))
+        else:
+            wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, None), bounds)
+
+
+def watch_polls(
+    job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S, latency: float | None = None
+) -> list[tuple[float, float]]:
     """(time each poll answered, seconds it held its watch) in watch mode, as ``runs.poll`` does it.
 
     A poll GETs the job, then watches it: up to ``watch_seconds`` while it runs,
     up to the pending wait while it is pending, never past the deadline. The
-    watch answers WATCH_EVENT_LATENCY_S after the phase changes. The Wait state
-    after it waits 0 s (the poll budget never needs more for these lengths).
+    watch answers ``latency`` after the phase changes. The Wait state after it
+    waits what the poll budget needs beyond the time watched
+    (``budget_floor(watch_seconds) - watched``, as ``with_next_wait`` does; 0 s
+    while the budget suffices).
     """
-    now, polls = 0.0, []
+    if latency is None:
+        latency = policy.event_latency_s[0]
+    now, polls, out = 0.0, 0, []
+    phase, since = Phase.PENDING, 0.0
     while True:
         seen = job.phase_at(now)
-        if seen is Phase.SUCCEEDED or now >= deadline:
-            polls.append((now, 0.0))
-            return polls
+        polls += 1
+        if seen is not phase:
+            phase, since = seen, now
+        if seen in ENDED or now >= deadline:
+            out.append((now, 0.0))
+            return out
         hold = policy.watch_seconds
         if seen is Phase.PENDING:
             hold = min(hold, policy.bounds.pending_max_seconds)
         hold = min(hold, deadline - now)
         change = job.pending_s if seen is Phase.PENDING else job.end_s
-        answered = min(now + hold, change + WATCH_EVENT_LATENCY_S)
-        polls.append((answered, answered - now))
-        if job.phase_at(answered) is Phase.SUCCEEDED or answered >= deadline:
-            return polls
-        now = answered
+        answered = min(now + hold, change + latency)
+        out.append((answered, answered - now))
+        if job.phase_at(answered) in ENDED or answered >= deadline:
+            return out
+        state = PollState(job.phase_at(answered), answered, 0.0, since, deadline, polls, None)
+        floor = budget_floor(state, policy.bounds, policy.watch_seconds) - (answered - now)
+        now = answered + max(0, math.ceil(min(floor, deadline - answered)))
 
 
 def _fixed_poll_times(job: Job, policy: Policy, deadline: float) -> list[float]:
@@ -160,12 +247,14 @@ class JobRun:
     polls: int
     delay_s: float  # end of the job -> the poll that saw it
     timed_out: bool
+    pending_polls: int = 0  # polls (callback: timed-out Awaits' Statuses) that saw the job PENDING
 
 
-def simulate(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> JobRun:
-    times = poll_times(job, policy, deadline)
+def simulate(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S, latency: float | None = None) -> JobRun:
+    times = poll_times(job, policy, deadline, latency)
     noticed = times[-1]
-    return JobRun(job, len(times), noticed - job.end_s, noticed < job.end_s)
+    pending = sum(1 for t in times if t < job.pending_s)
+    return JobRun(job, len(times), noticed - job.end_s, noticed < job.end_s, pending)
 
 
 def p95(values: Sequence[float]) -> float:
@@ -201,16 +290,23 @@ def evaluate_policy(
 ) -> dict[str, Any]:
     """Detection delay, polls and cost per job of ``policy`` over ``jobs``."""
     with policy_constants(policy.constants):
-        runs = [simulate(job, policy) for job in jobs]
+        latencies = [policy.event_latency_s[i % len(policy.event_latency_s)] for i in range(len(jobs))]
+        runs = [simulate(job, policy, latency=lat) for job, lat in zip(jobs, latencies, strict=True)]
         longest = longest_job_within_cap(policy, model) if cap_check else None
     delays = [r.delay_s for r in runs]
+    by_outcome = {o: [r.delay_s for r in runs if r.job.outcome == o] for o in ("succeeded", "failed")}
     polls = statistics.fmean(r.polls for r in runs)
     invocations = model.lambda_invocations(polls)
     billed_s = invocations * prices.lambda_billed_ms / 1000
     if policy.watch_seconds:  # a watch is billed for as long as it is held
-        billed_s += statistics.fmean(sum(held for _, held in watch_polls(job, policy)) for job in jobs)
+        held = [
+            sum(h for _, h in watch_polls(job, policy, latency=lat)) for job, lat in zip(jobs, latencies, strict=True)
+        ]
+        billed_s += statistics.fmean(held)
     gb_s = billed_s * prices.lambda_memory_mb / 1024
     transitions = model.transitions(polls)
+    job_s = statistics.fmean(r.job.end_s + r.delay_s for r in runs)  # submission to the execution's end
+    lambda_s = billed_s  # Lambda time per job, as billed
     cost = {
         "step_functions": 1000 * transitions * prices.sfn_per_transition,
         "lambda_requests": 1000 * invocations * prices.lambda_per_request,
@@ -222,6 +318,7 @@ def evaluate_policy(
         by_class[klass] = {
             "jobs": len(mine),
             "mean_delay_s": statistics.fmean(r.delay_s for r in mine),
+            "mean_delay_failed_s": _mean_or_none([r.delay_s for r in mine if r.job.failed]),
             "polls_per_job": statistics.fmean(r.polls for r in mine),
         }
     return {
@@ -230,12 +327,21 @@ def evaluate_policy(
         "jobs": len(runs),
         "mean_delay_s": statistics.fmean(delays),
         "p95_delay_s": p95(delays),
+        "mean_delay_succeeded_s": _mean_or_none(by_outcome["succeeded"]),
+        "mean_delay_failed_s": _mean_or_none(by_outcome["failed"]),
+        "p95_delay_failed_s": p95(by_outcome["failed"]) if by_outcome["failed"] else None,
+        "failed_jobs": len(by_outcome["failed"]),
         "max_delay_s": max(delays),
         "polls_per_job": polls,
         "transitions_per_job": transitions,
         "history_events_per_job": model.events(polls),
         "max_history_events": model.events(max(r.polls for r in runs)),
         "lambda_invocations_per_job": invocations,
+        "pending_polls_per_job": statistics.fmean(r.pending_polls for r in runs),
+        "running_polls_per_job": statistics.fmean(r.polls - r.pending_polls for r in runs),
+        "execution_seconds_mean": job_s,
+        "mean_running_seconds": statistics.fmean(r.job.run_s for r in runs),
+        "lambda_seconds_per_job": lambda_s,
         "lambda_gb_s_per_job": gb_s,
         # Lambda requests and compute per hour of job (submission to end): what watch mode costs.
         "lambda_usd_per_job_hour": (cost["lambda_requests"] + cost["lambda_compute"])
@@ -251,6 +357,10 @@ def evaluate_policy(
             sum(r.job.end_s > (1 + policy.bounds.hint_tolerance) * r.job.hint_s for r in runs) if policy.hint else None
         ),
     }
+
+
+def _mean_or_none(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
 
 
 def longest_job_within_cap(policy: Policy, model: CostModel, cap: int = HISTORY_CAP) -> float | str:

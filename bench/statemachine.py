@@ -115,6 +115,57 @@ def walk(definition: dict[str, Any], poll_state: str, phases: Sequence[str], ini
     raise RuntimeError(f"no end state reached from {definition['StartAt']!r}: is the loop's exit reachable?")
 
 
+CALLBACK_WAIT_RESOURCE = "waitForTaskToken"
+COMPLETION_MODE = "${CompletionMode}"
+
+
+def with_completion_mode(definition: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The definition as the stack deploys it with CompletionMode ``mode`` (a template substitution)."""
+    return json.loads(json.dumps(definition).replace(COMPLETION_MODE, mode))
+
+
+def walk_callback(definition: dict[str, Any], looks: Sequence[str], done: str = "SUCCEEDED") -> list[str]:
+    """Callback mode: each Await times out and runs a Status that sees ``looks`` in turn; then the event resumes it.
+
+    A timed-out Await follows its ``States.Timeout`` catcher; the resumed one
+    (SendTaskSuccess with the ended job's state) goes on to its Next with ``done``.
+    """
+    states = definition["States"]
+    name, phase, seen, timeouts = definition["StartAt"], "PENDING", iter(looks), len(looks)
+    path: list[str] = []
+    for _ in range(100 * (len(looks) + 10)):
+        state = states[name]
+        path.append(name)
+        if state["Type"] in ("Succeed", "Fail") or state.get("End"):
+            return path
+        if state["Type"] == "Choice":
+            name = _choose_mode(state, phase)
+        elif str(state.get("Resource", "")).endswith(CALLBACK_WAIT_RESOURCE):
+            if timeouts:
+                timeouts -= 1
+                name = next(c["Next"] for c in state["Catch"] if "States.Timeout" in c["ErrorEquals"])
+            else:
+                phase, name = done, state["Next"]
+        else:
+            if name == JOBSYNC_POLL_STATE:
+                phase = next(seen)
+            name = state["Next"]
+    raise RuntimeError("callback walk: no end state reached")
+
+
+def _choose_mode(state: dict[str, Any], phase: str) -> str:
+    """``_choose``, where a condition comparing two literals (the substituted CompletionMode) is decided as written."""
+    for rule in state.get("Choices", []):
+        literals = re.findall(r"'([A-Za-z_]+)'", rule.get("Condition", ""))
+        if "$states" not in rule.get("Condition", "") and len(literals) == 2:
+            if literals[0] == literals[1]:
+                return str(rule["Next"])
+            continue
+        if _choose({"Choices": [rule], "Default": None}, phase) == rule["Next"]:
+            return str(rule["Next"])
+    return str(state["Default"])
+
+
 def history_events(definition: dict[str, Any], path: Iterable[str]) -> int:
     states = definition["States"]
     return EXECUTION_EVENTS + sum(HISTORY_EVENTS_PER_STATE[states[name]["Type"]] for name in path)
@@ -138,6 +189,34 @@ class CostModel:
     events_fixed: int
     lambda_per_poll: int
     lambda_fixed: int
+
+    @classmethod
+    def callback(cls, definition: dict[str, Any], running: str = "RUNNING") -> CostModel:
+        """Callback mode, with ``polls`` = the Statuses timed-out Awaits run + 1 (the resume).
+
+        Lambda invocations add the resume function, which EventBridge (not the
+        definition) invokes once per job.
+        """
+        deployed = with_completion_mode(definition, "callback")
+        paths = [walk_callback(deployed, [running] * extra) for extra in range(3)]
+        transitions = [len(p) for p in paths]
+        events = [history_events(deployed, p) for p in paths]
+        lambdas = [lambda_invocations(deployed, p) for p in paths]
+        for series in (transitions, events, lambdas):
+            if series[2] - series[1] != series[1] - series[0]:
+                raise ValueError(f"callback: cost is not linear in looks: {series}")
+        first, second = (i for i, name in enumerate(paths[2]) if name == JOBSYNC_POLL_STATE)
+        return cls(
+            machine="callback",
+            loop=tuple(paths[2][first + 1 : second + 1]),
+            fixed_path=tuple(paths[0]),
+            transitions_per_poll=transitions[1] - transitions[0],
+            transitions_fixed=2 * transitions[0] - transitions[1],
+            events_per_poll=events[1] - events[0],
+            events_fixed=2 * events[0] - events[1],
+            lambda_per_poll=lambdas[1] - lambdas[0],
+            lambda_fixed=2 * lambdas[0] - lambdas[1] + 1,  # + the resume function
+        )
 
     @classmethod
     def from_definition(
@@ -197,7 +276,9 @@ class CostModel:
 
 def cost_models() -> dict[str, CostModel]:
     """The two machines the policies run on: jobsync's definition, and the seed loop."""
+    definition = load_jobsync_definition()
     return {
-        "jobsync": CostModel.from_definition("jobsync", load_jobsync_definition(), JOBSYNC_POLL_STATE),
+        "jobsync": CostModel.from_definition("jobsync", with_completion_mode(definition, "poll"), JOBSYNC_POLL_STATE),
         "seed": CostModel.from_definition("seed", SEED_600, SEED_POLL_STATE),
+        "callback": CostModel.callback(definition),
     }

@@ -1,8 +1,9 @@
-"""The simulated jobs: three length classes, each preceded by a short PENDING spell."""
+"""The simulated jobs: three length classes, each preceded by a short PENDING spell; a fifth of them fail."""
 
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import dataclass
 
 from jobsync.evaluation.phase import Phase
@@ -18,6 +19,15 @@ CLASSES: tuple[tuple[str, int, int], ...] = (
 )
 PENDING_MAX_S = 10 * MINUTE
 HINT_ERROR = 0.2  # the hint is the true duration times U(1 - e, 1 + e)
+# Failures: job i fails when i % FAIL_EVERY == FAIL_EVERY - 1 (a fifth of the jobs, spread evenly over
+# the classes). Every other failing job crashes in the first EARLY_FRACTION of its planned run
+# (configuration errors, out of memory); the rest fail uniformly over the run.
+FAIL_EVERY = 5
+EARLY_FRACTION = 0.1
+# Learned hints (jobsync.run.hints): a recurring job's family runs D x U(1 - v, 1 + v) each time, and the
+# hint is the median of the family's last LEARNED_RUNS successful runs.
+FAMILY_SPREAD = 0.3
+LEARNED_RUNS = 5
 
 
 @dataclass(frozen=True)
@@ -26,14 +36,22 @@ class Job:
 
     klass: str
     pending_s: float
-    run_s: float
+    run_s: float  # time RUNNING until it ends: succeeds, or (``failed``) fails
     # expectedDurationSeconds as a caller would pass it: measured from submission
-    # (pending + run, as the policy compares it with the time since submission), off by up to ±20 %.
+    # (pending + planned run, as the policy compares it with the time since submission), off by up to ±20 %.
     hint_s: int
+    failed: bool = False
+    # The learned hint: the median of LEARNED_RUNS earlier runs of its family (each ±FAMILY_SPREAD around the
+    # family's typical length; this run is one more such draw).
+    learned_hint_s: int = 0
 
     @property
     def end_s(self) -> float:
         return self.pending_s + self.run_s
+
+    @property
+    def outcome(self) -> str:
+        return "failed" if self.failed else "succeeded"
 
     def phase_at(self, t: float) -> Phase:
         """What a GET at time t reports (a job that ended at t is seen as ended)."""
@@ -41,17 +59,30 @@ class Job:
             return Phase.PENDING
         if t < self.end_s:
             return Phase.RUNNING
-        return Phase.SUCCEEDED
+        return Phase.FAILED if self.failed else Phase.SUCCEEDED
 
 
-def make_workload(n: int, seed: int) -> list[Job]:
-    """``n`` jobs, a third per class (job i is in class i mod 3), reproducible from ``seed``."""
+def make_workload(n: int, seed: int, failures: bool = True) -> list[Job]:
+    """``n`` jobs, a third per class (job i is in class i mod 3), reproducible from ``seed``.
+
+    The successful jobs' lengths and hints do not depend on ``failures``: the
+    failure points come from a generator of their own.
+    """
     rng = random.Random(seed)
+    fail_rng = random.Random(seed + 1)
+    family_rng = random.Random(seed + 2)
     jobs = []
     for i in range(n):
         klass, shortest, longest = CLASSES[i % len(CLASSES)]
         pending = rng.uniform(0, PENDING_MAX_S)
         run = rng.uniform(shortest, longest)
         hint = round((pending + run) * rng.uniform(1 - HINT_ERROR, 1 + HINT_ERROR))
-        jobs.append(Job(klass, pending, run, hint))
+        typical = (pending + run) / family_rng.uniform(1 - FAMILY_SPREAD, 1 + FAMILY_SPREAD)
+        earlier = [typical * family_rng.uniform(1 - FAMILY_SPREAD, 1 + FAMILY_SPREAD) for _ in range(LEARNED_RUNS)]
+        learned = round(statistics.median(earlier))
+        failed = failures and i % FAIL_EVERY == FAIL_EVERY - 1
+        if failed:
+            early = (i // FAIL_EVERY) % 2 == 0
+            run *= fail_rng.uniform(0, EARLY_FRACTION if early else 1.0)
+        jobs.append(Job(klass, pending, run, hint, failed, learned))
     return jobs

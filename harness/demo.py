@@ -1,7 +1,8 @@
 """`make demo`: one jobsync execution, end to end, on this machine.
 
-    python -m harness.demo [--scenario success|failure|restarting|image-pull-backoff|timeout|operator-down]
-                           [--input events/run-job-input.json] [--kubeconfig PATH]
+    python -m harness.demo [--scenario success|failure|restarting|image-pull-backoff|gpu-scale-up|never-schedulable|
+                                      bad-image|timeout|operator-down]
+                           [--input events/run-job-input.json] [--kubeconfig PATH] [--mode poll|watch|callback]
 
 Prints one line per poll (virtual time since submission, phase, reason, next
 wait) and, last, one JSON object: the execution's status, error, cause,
@@ -35,11 +36,23 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "image-pull-backoff": {"sim": "image-pull-backoff", "timings": {}},
     "operator-down": {"sim": "operator-down", "timings": {}},
+    # GPUs on their way: the Cluster Autoscaler scales up for 40 minutes, then the job runs and succeeds.
+    "gpu-scale-up": {"sim": "gpu-scale-up", "timings": {"scale_up_s": 2400, "run_s": 1800}},
+    # No node group can ever fit the pod: FAILED after UnschedulableGraceSeconds, saying why.
+    "never-schedulable": {"sim": "never-schedulable", "timings": {}},
+    # The image's tag does not exist: FAILED within minutes, the Cause naming the pull error.
+    "bad-image": {"sim": "bad-image", "timings": {}},
     # The job would run ten hours; the execution input gives it six.
     "timeout": {"sim": "success", "timings": {"pending_s": 90, "run_s": 10 * 3600}},
 }
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
+# The settings each completion mode (template.yaml's CompletionMode) gives the Lambdas.
+MODES: dict[str, dict[str, str]] = {
+    "poll": {"JOBSYNC_COMPLETION_MODE": "poll"},
+    "watch": {"JOBSYNC_COMPLETION_MODE": "watch", "JOBSYNC_WATCH_SECONDS": "840"},
+    "callback": {"JOBSYNC_COMPLETION_MODE": "callback"},
+}
 
 
 def clock_text(seconds: float) -> str:
@@ -103,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="success")
     parser.add_argument("--input", default="events/run-job-input.json", help="the execution input (JSON)")
     parser.add_argument("--kubeconfig", help="run against the cluster of this kubeconfig instead of the simulator")
+    parser.add_argument(
+        "--mode",
+        choices=sorted(MODES),
+        default="poll",
+        help="how the execution learns the job ended (callback runs the notifier beside the local API)",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -115,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     kubeconfig = args.kubeconfig or None
     if kubeconfig:
         print(f"running against {kubeconfig} on the wall clock; the scenario is the cluster's", file=sys.stderr)
-    env = {**QUIET, **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
+    env = {**QUIET, **MODES[args.mode], **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
     with LocalJobsync(scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig) as local:
         name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
         # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.

@@ -15,6 +15,7 @@ import copy
 import datetime as dt
 import json
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,12 @@ DEFAULT_TIMINGS: dict[str, dict[str, float]] = {
     "restarting": {"pending_s": 60, "restart_at": 600, "restart_s": 60, "run_s": 1800},
     "image-pull-backoff": {"backoff_s": 20},
     "unschedulable": {},
+    # Unschedulable for GPUs while the Cluster Autoscaler adds a node (TriggeredScaleUp), then runs.
+    "gpu-scale-up": {"scale_up_s": 2400, "run_s": 1800},
+    # Unschedulable, and the autoscaler says no node group can ever fit the pod (NotTriggerScaleUp).
+    "never-schedulable": {},
+    # The image's tag does not exist: ErrImagePull "manifest unknown" and the kubelet's Failed events.
+    "bad-image": {"backoff_s": 20},
     "operator-down": {},
     "suspended": {},
 }
@@ -57,6 +64,26 @@ For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
 UNSCHEDULABLE_MESSAGE = (
     "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. "
     "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+)
+
+NO_FIT_MESSAGE = (
+    "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+    "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+)
+# As the Cluster Autoscaler writes them (core/scaleup: "pod triggered scale-up: %v" over its
+# ScaleUpInfo list; processors/status: "pod didn't trigger scale-up: " and the reasons per group).
+SCALE_UP_MESSAGE = "pod triggered scale-up: [{eks-gpu-ng-5ec4a1b2 1->2 (max: 4)}]"
+NO_SCALE_UP_MESSAGE = (
+    "pod didn't trigger scale-up: 2 node(s) didn't match Pod's node affinity/selector, 1 Insufficient nvidia.com/gpu"
+)
+# A registry's temporary refusal (image-pull-backoff heals once the limit resets); a tag that does not exist.
+RATE_LIMITED = (
+    "failed to copy: httpReadSeeker: failed open: unexpected status code {ref}: "
+    "429 Too Many Requests - Server message: toomanyrequests: You have reached your pull rate limit"
+)
+MANIFEST_UNKNOWN = (
+    'rpc error: code = NotFound desc = failed to pull and unpack image "{image}": '
+    'failed to resolve reference "{image}": {image}: not found: manifest unknown'
 )
 
 
@@ -159,8 +186,9 @@ def _cond(ctype: str, status: str, at: str, **extra: str) -> Obj:
 def pod_status(state: str, image: str, at: str, restarts: int = 0) -> Obj:
     """What the kubelet reports for a pod in ``state``."""
     scheduled = _cond("PodScheduled", "True", at)
-    if state == "unschedulable":
-        reason = {"reason": "Unschedulable", "message": UNSCHEDULABLE_MESSAGE}
+    if state in ("unschedulable", "unschedulable-no-fit"):
+        message = NO_FIT_MESSAGE if state == "unschedulable-no-fit" else UNSCHEDULABLE_MESSAGE
+        reason = {"reason": "Unschedulable", "message": message}
         return {
             "phase": "Pending",
             "conditions": [_cond("PodScheduled", "False", at, **reason)],
@@ -169,16 +197,24 @@ def pod_status(state: str, image: str, at: str, restarts: int = 0) -> Obj:
     base: Obj = {"hostIP": "10.0.12.34", "podIP": "10.0.13.7", "startTime": at, "qosClass": "Burstable"}
     container: Obj = {"name": CONTAINER, "image": image, "imageID": "", "restartCount": restarts}
     not_ready = [_cond("Initialized", "True", at), _cond("Ready", "False", at), _cond("ContainersReady", "False", at)]
-    if state in ("pending", "ErrImagePull", "ImagePullBackOff"):
+    if state in ("pending", "ErrImagePull", "ImagePullBackOff", "ErrImagePull-missing", "ImagePullBackOff-missing"):
         if state == "pending":
             waiting = {"reason": "ContainerCreating"}
         elif state == "ErrImagePull":
             waiting = {
                 "reason": "ErrImagePull",
-                "message": f'failed to pull and unpack image "{image}": failed to resolve reference "{image}": '
-                f"{image}: not found",
+                "message": f'failed to pull and unpack image "{image}": ' + RATE_LIMITED.format(ref=image),
             }
-        else:
+        elif state == "ImagePullBackOff":
+            # Kubernetes 1.30 on: the back-off names the error it backs off from.
+            cause = f'failed to pull and unpack image "{image}": ' + RATE_LIMITED.format(ref=image)
+            waiting = {
+                "reason": "ImagePullBackOff",
+                "message": f'Back-off pulling image "{image}": ErrImagePull: {cause}',
+            }
+        elif state == "ErrImagePull-missing":
+            waiting = {"reason": "ErrImagePull", "message": MANIFEST_UNKNOWN.format(image=image)}
+        else:  # an older kubelet's back-off, which does not say why: only the pod's events do
             waiting = {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
         container |= {"ready": False, "started": False, "state": {"waiting": waiting}}
         return base | {"phase": "Pending", "conditions": [*not_ready, scheduled], "containerStatuses": [container]}
@@ -237,6 +273,13 @@ def timeline(scenario: str, t: dict[str, float]) -> list[tuple[float, str]]:
         return [(0, "created-image-pull")]
     if scenario == "unschedulable":
         return [(0, "created-unschedulable")]
+    if scenario == "gpu-scale-up":
+        up = t["scale_up_s"]
+        return [(0, "created-waiting-for-gpus"), (up, "running"), (up + t["run_s"], "succeeded")]
+    if scenario == "never-schedulable":
+        return [(0, "created-never-schedulable")]
+    if scenario == "bad-image":
+        return [(0, "created-bad-image")]
     if scenario == "suspended":
         return [(0, "suspended")]
     return []  # operator-down: nothing is ever written
@@ -337,10 +380,12 @@ class OperatorSim:
             getattr(self, "_stage_" + stage.replace("-", "_"))(track, job, status, rfc3339(track.t0 + offset))
             track.applied += 1
             self._write(track, job, status, now)  # one write per stage: watchers see each transition
-        if track.scenario == "image-pull-backoff" and track.applied:
+        if track.scenario in ("image-pull-backoff", "bad-image") and track.applied:
             # The kubelet alternates ErrImagePull and ImagePullBackOff while it backs off.
             period = max(track.timings["backoff_s"], 1e-9)
             state = "ErrImagePull" if int((now - track.t0) / period) % 2 == 0 else "ImagePullBackOff"
+            if track.scenario == "bad-image":
+                state += "-missing"
             if state != track.pull_state:
                 track.pull_state = state
                 self._set_pods(job, lambda _rtype, _i: state, rfc3339(now))
@@ -368,6 +413,29 @@ class OperatorSim:
     def _stage_created_unschedulable(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
         self._stage_created(track, job, status, at)
         self._set_pods(job, lambda _rtype, _i: "unschedulable", at)
+
+    def _stage_created_waiting_for_gpus(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
+        self._stage_created_unschedulable(track, job, status, at)
+        for pod in self._pods(job):
+            self._event(pod, "Warning", "FailedScheduling", UNSCHEDULABLE_MESSAGE, "default-scheduler", at)
+            self._event(pod, "Normal", "TriggeredScaleUp", SCALE_UP_MESSAGE, "cluster-autoscaler", at)
+
+    def _stage_created_never_schedulable(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
+        self._stage_created(track, job, status, at)
+        self._set_pods(job, lambda _rtype, _i: "unschedulable-no-fit", at)
+        for pod in self._pods(job):
+            self._event(pod, "Warning", "FailedScheduling", NO_FIT_MESSAGE, "default-scheduler", at)
+            self._event(pod, "Normal", "NotTriggerScaleUp", NO_SCALE_UP_MESSAGE, "cluster-autoscaler", at)
+
+    def _stage_created_bad_image(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
+        self._stage_created(track, job, status, at)
+        track.pull_state = "ErrImagePull-missing"
+        self._set_pods(job, lambda _rtype, _i: "ErrImagePull-missing", at)
+        for pod in self._pods(job):
+            image = pod["spec"]["containers"][0].get("image", "")
+            pulled = f'Failed to pull image "{image}": ' + MANIFEST_UNKNOWN.format(image=image)
+            self._event(pod, "Warning", "Failed", pulled, "kubelet", at)
+            self._event(pod, "Warning", "Failed", "Error: ErrImagePull", "kubelet", at)
 
     def _stage_running(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
         ns, name = track.namespace, track.name
@@ -418,6 +486,33 @@ class OperatorSim:
         meta = pod["metadata"]
         self.api.put(("", "v1", "pods", meta["namespace"], meta["name"]), pod)
 
+    def _pods(self, job: Obj) -> list[Obj]:
+        pods = (self.api.get(self._pod_key(job, rtype, i)) for rtype, n in _replicas(job).items() for i in range(n))
+        return [pod for pod in pods if pod is not None]
+
+    def _event(self, pod: Obj, etype: str, reason: str, message: str, component: str, at: str) -> None:
+        """A core v1 Event about ``pod``, as the legacy recorder (scheduler, autoscaler, kubelet) writes one."""
+        meta = pod["metadata"]
+        name = f"{meta['name']}.{uuid.uuid4().hex[:16]}"
+        involved = {"kind": "Pod", "namespace": meta["namespace"], "name": meta["name"], "uid": meta.get("uid", "")}
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": meta["namespace"]},
+            "involvedObject": {**involved, "apiVersion": "v1"},
+            "reason": reason,
+            "message": message,
+            "source": {"component": component},
+            "firstTimestamp": at,
+            "lastTimestamp": at,
+            "count": 1,
+            "type": etype,
+            "eventTime": None,
+            "reportingComponent": component,
+            "reportingInstance": "",
+        }
+        self.api.put(("", "v1", "events", meta["namespace"], name), event)
+
     def _set_pods(self, job: Obj, state_of: Callable[[str, int], str], at: str) -> None:
         for rtype, count in _replicas(job).items():
             for i in range(count):
@@ -429,7 +524,10 @@ class OperatorSim:
             return  # deleted by someone else; the real operator would recreate it, the scenario does not need that
         image = pod["spec"]["containers"][0].get("image", "")
         restarts = pod.get("status", {}).get("containerStatuses", [{}])[0].get("restartCount", 0)
+        started = (pod.get("status") or {}).get("startTime")
         pod["status"] = pod_status(state, image, at, restarts)
+        if started and "startTime" in pod["status"]:
+            pod["status"]["startTime"] = started  # the kubelet's start of this pod, not of its latest state
         self._put_pod(pod)
 
     def _fail_first(self, job: Obj, rtype: str, at: str) -> None:

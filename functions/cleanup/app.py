@@ -31,7 +31,7 @@ metrics = Metrics()
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if execution_events.is_execution_event(event):
         result = execution_events.cleanup_after(
-            event, runtime.cluster(), runtime.settings(), runtime.describe_execution
+            event, runtime.cluster(), runtime.settings(), runtime.describe_execution, runtime.cleanup_state_ran
         )
     else:
         result = cleanup(parse(CleanupRequest, event), runtime.cluster(), runtime.settings())

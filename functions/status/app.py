@@ -30,6 +30,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         extra={"job": new.job.name, "phase": new.phase, "reason": new.reason, "waitSeconds": new.waitSeconds},
     )
     metrics.add_metric(name="Polls", unit=MetricUnit.Count, value=1)
+    if new.phase == "SUCCEEDED":
+        learn(new)
     if new.terminal:
         # One metric with a phase dimension, on its own so Polls keeps its dimensions.
         with single_metric(name="JobsFinished", unit=MetricUnit.Count, value=1) as finished:
@@ -50,3 +52,14 @@ def detection_delay(state: LoopState) -> float | None:
     if finished is None or noticed is None:
         return None
     return max(0.0, noticed - finished)  # a cluster clock ahead of Lambda's is not a negative delay
+
+
+def learn(state: LoopState) -> None:
+    """Keep a successful run's duration for the next runs of its family; a lost write costs a hint only."""
+    store = runtime.hints()
+    if store is None:
+        return
+    try:
+        store.record_success(state)
+    except Exception as exc:  # DynamoDB trouble must not fail a poll that saw the job succeed
+        logger.warning("duration not recorded", extra={"family": state.jobFamily, "error": type(exc).__name__})

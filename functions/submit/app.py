@@ -24,7 +24,7 @@ metrics = Metrics()
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(SubmitRequest, event)
-    state = submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template)
+    state = submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template, runtime.hints())
     logger.info("job submitted", extra={"job": state.job.model_dump(), "phase": state.phase})
     metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
     return state.model_dump(exclude_none=True)

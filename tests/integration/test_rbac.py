@@ -1,7 +1,8 @@
 """The RBAC Role grants exactly what the code uses, in both directions.
 
 Full executions run through LocalJobsync - a success (cleanup always), a
-failure with its logs, a job stuck pending (pod diagnostics), and an
+failure with its logs, jobs stuck pending (pod diagnostics; the events of an
+Unschedulable pod), and an
 aborted execution cleaned up from its EventBridge event - and every request
 the Lambdas made to the API is turned into (verb, apiGroup, resource). That
 set must equal what the Role in manifests/rbac.yaml grants: nothing used that
@@ -41,6 +42,7 @@ def test_the_role_grants_exactly_the_verbs_and_resources_the_lambdas_use():
             ("success", {"pending_s": 30, "run_s": 300}, {"cleanup": "always"}, "SUCCEEDED"),
             ("failure", {"pending_s": 30, "run_s": 300}, {}, "FAILED"),
             ("image-pull-backoff", {}, {}, "FAILED"),
+            ("never-schedulable", {}, {}, "FAILED"),  # a stuck pod's events: can an autoscaler help?
         ]
         for scenario, timings, overrides, status in runs:
             local.scenario, local.timings = scenario, timings
@@ -66,6 +68,7 @@ def test_the_role_grants_exactly_the_verbs_and_resources_the_lambdas_use():
     assert ("create", "kubeflow.org", "pytorchjobs") in used  # submit
     assert ("list", "", "pods") in used  # diagnostics of a pending or failed job
     assert ("get", "", "pods/log") in used  # the log tail of a failed pod
+    assert ("list", "", "events") in used  # the events of a stuck pod (autoscalers, the kubelet)
 
 
 def test_the_role_lives_in_one_namespace_and_binds_only_the_jobsync_group():

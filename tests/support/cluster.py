@@ -34,12 +34,14 @@ class RecordingCluster:
         pods: list[Obj] | None = None,
         logs: dict[tuple[str, str], str] | None = None,
         events: list[tuple[str, Obj]] | None = None,
+        pod_events: list[Obj] | None = None,
         expect: Iterable[str] | None = None,
     ) -> None:
         self.objects = objects if objects is not None else {}
         self.pods = pods or []
         self.logs = logs or {}
         self.events = events or []
+        self.pod_events = pod_events or []
         self.expect = None if expect is None else set(expect)
         self.calls: list[tuple[str, str]] = []
         self._uids = itertools.count(1)
@@ -87,6 +89,10 @@ class RecordingCluster:
         # As the API serves tail_lines=200 with limitBytes: the last 200 lines, cut to the limit.
         tail = "".join(self.logs.get((pod, container), "").splitlines(keepends=True)[-200:])
         return tail.encode()[:limit_bytes].decode(errors="ignore")
+
+    def list_events(self, namespace: str, pod: str) -> list[Obj]:
+        self._record("list_events", pod)
+        return [e for e in self.pod_events if (e.get("involvedObject") or {}).get("name") == pod]
 
     def watch(
         self, spec, namespace: str, name: str, resource_version: str, seconds: int

@@ -13,15 +13,16 @@ from bench.__main__ import Config, run
 from bench.simulate import Policy, _fixed_poll_times, poll_times, standard_policies
 from bench.statemachine import SEED_600, SEED_POLL_STATE, CostModel, cost_models, walk
 from bench.workload import Job, make_workload
+from jobsync.evaluation.phase import Phase
 from jobsync.run.policy import WaitBounds
 
-POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch")
+POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch", "callback", "learned-hint30")
 
 
 @pytest.fixture(scope="module")
 def results():
     # Tiny: 30 jobs, no fresh-process import timing, no end-to-end cross-check (moto is slow to import).
-    return run(Config(jobs=30, import_runs=0, latency_calls=5, crosscheck=False), progress=lambda _m: None)
+    return run(Config(jobs=30, import_runs=0, latency_calls=5, crosscheck=False, e2e_runs=0), progress=lambda _m: None)
 
 
 def test_cost_model_is_read_off_the_real_definition():
@@ -82,11 +83,35 @@ def test_policy_polls_as_runs_poll_would():
     assert all(isinstance(t, float) and t == int(t) for t in times)
 
 
+def test_a_fifth_of_the_jobs_fail_half_of_them_early():
+    jobs = make_workload(300, 7)
+    failed = [j for j in jobs if j.failed]
+    assert len(failed) == 60
+    assert [sum(j.klass == k for j in failed) for k in ("10-30 min", "1-3 h", "3-24 h")] == [20, 20, 20]
+    # The successful jobs are the same with or without failures; a failing job ends earlier, its hint unchanged.
+    plain = make_workload(300, 7, failures=False)
+    for with_failures, without in zip(jobs, plain, strict=True):
+        assert with_failures.hint_s == without.hint_s and with_failures.pending_s == without.pending_s
+        assert with_failures.run_s == without.run_s if not with_failures.failed else with_failures.run_s < without.run_s
+    early = [j for j, p in zip(jobs, plain, strict=True) if j.failed and j.run_s <= 0.1 * p.run_s]
+    assert len(early) >= 30
+    assert failed[0].phase_at(failed[0].end_s) is Phase.FAILED
+
+
+def test_a_failure_ends_the_simulated_execution():
+    job = Job("x", 60, 900, 7200, failed=True)
+    times = poll_times(job, Policy("hint", "", "jobsync", hint=True))
+    assert times[-1] >= job.end_s > times[-2]
+    assert times[-1] - job.end_s < 150  # no 2,800 s first wait before the hint's window
+
+
 def test_workload_is_reproducible_and_split_in_thirds():
     jobs = make_workload(30, 7)
     assert jobs == make_workload(30, 7)
     assert [sum(j.klass == k for j in jobs) for k in ("10-30 min", "1-3 h", "3-24 h")] == [10, 10, 10]
-    assert all(0 <= j.pending_s <= 600 and 0.8 * j.end_s - 1 <= j.hint_s <= 1.2 * j.end_s + 1 for j in jobs)
+    assert all(
+        0 <= j.pending_s <= 600 and 0.8 * j.end_s - 1 <= j.hint_s <= 1.2 * j.end_s + 1 for j in jobs if not j.failed
+    )
 
 
 def test_results_have_every_policy_with_sane_numbers(results):
@@ -101,6 +126,8 @@ def test_results_have_every_policy_with_sane_numbers(results):
             "polls_per_job",
             "history_events_per_job",
             "cost_per_1000_jobs_usd",
+            "mean_delay_succeeded_s",
+            "mean_delay_failed_s",
         ):
             assert key in r, (name, key)
         assert 0 <= r["mean_delay_s"] <= r["p95_delay_s"] <= r["max_delay_s"]
@@ -109,7 +136,10 @@ def test_results_have_every_policy_with_sane_numbers(results):
         longest = r["longest_job_within_history_cap_s"]
         assert longest == "unbounded" or longest > 0
     watch = results["watch"]
-    assert watch["p95_delay_s"] <= 2 * 1.0  # the watch answers about a second after the change
+    assert watch["p95_delay_s"] <= 2 * 1.0  # unmeasured here (e2e_runs=0): the 1 s default latency
+    callback = results["callback"]
+    assert callback["p95_delay_s"] <= 2 * 1.0 and callback["lambda_gb_s_per_job"] < watch["lambda_gb_s_per_job"] / 100
+    assert set(results["scale"]["modes"]) >= {"watch", "callback", "default"}
     assert watch["lambda_gb_s_per_job"] > results["default"]["lambda_gb_s_per_job"]  # held watches are billed
     seed, fixed = results["seed-600"], results["fixed-60"]
     assert seed["lambda_gb_s_per_job"] == 0 and results["default"]["lambda_gb_s_per_job"] > 0
@@ -140,3 +170,26 @@ def test_outputs_are_written(results, tmp_path):
     assert statuses["watch: Lambda cost per job-hour (reported)"] == "REPORTED"
     assert statuses["watch: p95 delay <= 5 s"] == "MET"
     assert set(statuses.values()) <= {"MET", "MISSED", "REPORTED"}
+
+
+def test_callback_cost_is_read_off_the_real_definition():
+    model = cost_models()["callback"]
+    assert list(model.fixed_path) == ["Submit", "IsDone", "Await", "IsDone", "Cleanup", "Outcome", "Succeeded"]
+    assert model.transitions(1) == 7 and model.transitions_per_poll == 3  # Await, Status, IsDone per look
+    assert model.lambda_invocations(1) == 4  # Submit, Await, Cleanup, and the resume function
+
+
+def test_callback_looks_follow_the_policy_then_the_safety_interval():
+    job = Job("x", 100, 3 * 3600, 0)
+    policy = next(p for p in standard_policies() if p.name == "callback")
+    times = poll_times(job, policy, latency=0.05)
+    assert times[-1] == job.end_s + 0.05
+    running = [t for t in times[:-1] if t >= job.pending_s]
+    assert len(running) == 3 and all(b - a == 3600 for a, b in itertools.pairwise(running))
+
+
+def test_the_watch_simulation_keeps_the_poll_budget():
+    policy = next(p for p in standard_policies() if p.name == "watch")
+    # A job running for 30 days, 840 s watches: without the floor 3,086 polls would overrun the history.
+    times = poll_times(Job("x", 600, 30 * 86_400, 0), policy, deadline=30 * 86_400)
+    assert len(times) <= WaitBounds().poll_budget + 1

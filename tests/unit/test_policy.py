@@ -37,14 +37,37 @@ def test_running_wait_grows_with_the_run_up_to_its_cap():
     assert later == math.ceil(3.5 * math.sqrt(1800))  # 149 s
 
 
-def test_hint_waits_long_while_far_and_tightens_inside_the_window():
+def test_hint_tightens_inside_the_window():
     expected = 2 * 3600.0
-    far = next_wait(state(now=600, expected=expected), BOUNDS)
-    assert far > BOUNDS.running_max_seconds  # longer than without a hint
-    assert far == math.ceil((0.8 * expected - 600) / 2)
     inside = next_wait(state(now=expected, expected=expected), BOUNDS)
     assert inside == math.ceil(1.5 * math.sqrt(0.4 * expected))
-    assert inside < far
+    # Just before the window, halving the distance waits less than the no-hint rule would.
+    close = state(now=0.8 * expected - 100, expected=expected)
+    assert next_wait(close, BOUNDS) == inside < next_wait(state(now=0.8 * expected - 100), BOUNDS)
+
+
+@pytest.mark.parametrize("expected", [1800.0, 7200.0, 86_400.0])
+@pytest.mark.parametrize("since", [0.0, 300.0])
+def test_before_its_window_a_hint_never_waits_longer_than_no_hint(expected, since):
+    now = since
+    while now < 0.8 * expected:
+        with_hint = next_wait(state(now=now, phase_since=since, expected=expected), BOUNDS)
+        assert with_hint <= next_wait(state(now=now, phase_since=since), BOUNDS)
+        now += with_hint
+
+
+def test_a_job_failing_early_is_noticed_as_fast_with_a_two_hour_hint():
+    # The report: expectedDurationSeconds 7200, running from the start, failed at 00:21:30. The first
+    # wait used to be 2,823 s (noticed at 00:48:58); now the polls are those of the no-hint rule.
+    failed_at, expected = 21.5 * 60, 7200.0
+
+    def noticed(hint: float | None) -> float:
+        now = 0.0
+        while now < failed_at:
+            now += next_wait(state(now=now, expected=hint), BOUNDS)
+        return now
+
+    assert noticed(expected) - failed_at <= noticed(None) - failed_at < 150
 
 
 def test_hint_that_was_wrong_falls_back_to_the_no_hint_rule():
@@ -56,6 +79,15 @@ def test_hint_that_was_wrong_falls_back_to_the_no_hint_rule():
 def test_never_waits_past_the_deadline():
     assert next_wait(state(now=1000, deadline=1030, expected=10 * 3600), BOUNDS) == 30
     assert next_wait(state(now=1000, deadline=1000), BOUNDS) == 1
+
+
+def test_float_noise_in_the_time_left_does_not_pass_the_deadline():
+    # Found by hypothesis: 2.2 - 1.2 = 1.0000000000000002, and ceil made that 2 s.
+    s = state(Phase.PENDING, now=1.2, phase_since=0.0, deadline=2.2, polls=0)
+    assert s.deadline - s.now > 1
+    assert next_wait(s, BOUNDS) == 1
+    assert next_wait(state(now=10.0, deadline=12.7), BOUNDS) == 2  # rounded down when >= 1 s is left
+    assert next_wait(state(now=10.0, deadline=10.4), BOUNDS) == 1  # less than 1 s left: still 1
 
 
 def test_budget_floor_stretches_waits_when_polls_run_low():
@@ -94,6 +126,8 @@ def test_wait_is_a_positive_whole_number_within_the_deadline(phase, now, since, 
     wait = next_wait(s, BOUNDS)
     assert isinstance(wait, int)
     assert 1 <= wait <= max(1, math.ceil(left))
+    left_exact = s.deadline - s.now
+    assert wait <= left_exact or left_exact < 1
     assert wait <= max(BOUNDS.max_seconds, math.ceil(left / max(1, BOUNDS.poll_budget - polls)))
 
 

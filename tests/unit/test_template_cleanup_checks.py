@@ -38,12 +38,19 @@ def test_cleanup_is_told_the_state_machine_it_serves_by_the_same_name_the_machin
 
 
 def test_describe_execution_is_granted_on_this_state_machines_executions_to_the_cleanup_function_only():
-    granted = [s for s in statements() if "states:" in str(s["Action"])]
+    granted = [s for s in statements() if "states:DescribeExecution" in str(s["Action"])]
     assert len(granted) == 1
     (grant,) = granted
-    assert grant["Effect"] == "Allow" and grant["Action"] == "states:DescribeExecution"
+    assert grant["Effect"] == "Allow" and grant["Action"] == ["states:DescribeExecution", "states:GetExecutionHistory"]
     name = RESOURCES["RunJobStateMachine"]["Properties"]["Name"]["Fn::Sub"]
     assert grant["Resource"]["Fn::Sub"] == f"{PREFIX}:execution:{name}:*"
     function = RESOURCES["CleanupFunction"]["Properties"]["FunctionName"]["Fn::Sub"]
     source = grant["Condition"]["ArnEquals"]["lambda:SourceFunctionArn"]["Fn::Sub"]
     assert source == "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + function
+
+
+def test_send_task_success_is_granted_on_this_state_machine_only():
+    (grant,) = [s for s in statements() if "states:SendTaskSuccess" in str(s["Action"])]
+    assert grant["Action"] == "states:SendTaskSuccess"
+    name = RESOURCES["RunJobStateMachine"]["Properties"]["Name"]["Fn::Sub"]
+    assert grant["Resource"]["Fn::Sub"] == f"{PREFIX}:stateMachine:{name}"

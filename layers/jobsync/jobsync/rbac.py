@@ -7,7 +7,8 @@ derives the set from the requests the Lambdas make and compares):
 
 - submit: create + get the job kinds (get to adopt on a retried submit);
 - status: get the job (watch in watch mode); list pods by label; get
-  pods/log of a failed pod;
+  pods/log of a failed pod; list the events of a stuck pod (is capacity
+  coming? can its image ever be pulled?);
 - cleanup: get + delete the job;
 - the notifier: list + watch the job kinds.
 
@@ -28,6 +29,7 @@ JOB_VERBS = ("create", "get", "list", "delete")
 POD_RULES = (
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
 )
 NOTIFIER_VERBS = ("list", "watch")
 NAME = "jobsync"

@@ -11,6 +11,7 @@ from typing import Any
 from jobsync.cluster.connection import get_api_client
 from jobsync.cluster.jobs import KubeJobs
 from jobsync.errors import ClusterConfigError, InvalidInput
+from jobsync.run.hints import HintStore
 from jobsync.settings import Settings
 
 
@@ -65,6 +66,11 @@ def table() -> Any:
     return boto3.resource("dynamodb").Table(name)
 
 
+def hints() -> HintStore | None:
+    """Learned hints, when the deployment has a table (every stack does; a bare local run may not)."""
+    return HintStore(table()) if settings().table_name else None
+
+
 @cache
 def stepfunctions() -> Any:
     import boto3  # cleanup (for an execution event) and callback mode need it
@@ -89,6 +95,25 @@ def describe_execution(arn: str) -> dict[str, Any] | None:
             ) from None
         raise
     return description
+
+
+def cleanup_state_ran(arn: str) -> bool:
+    """Whether the execution went through its own Cleanup state (the last events of its history say so)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        page = stepfunctions().get_execution_history(executionArn=arn, reverseOrder=True, maxResults=50)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in {"AccessDeniedException", "AccessDenied"}:
+            raise ClusterConfigError(
+                f"states:GetExecutionHistory on {arn} is denied: the cleanup role must be allowed it "
+                "on this state machine's executions (template.yaml)"
+            ) from None
+        raise
+    return any(
+        (event.get("stateEnteredEventDetails") or {}).get("name") == "Cleanup" for event in page.get("events", [])
+    )
 
 
 def reset() -> None:

@@ -149,7 +149,28 @@ class Settings(_FromEnvironment):
     )
     diagnose_after_seconds: int = Field(120, ge=0, description="Read the pods of a job PENDING this long.")
     stuck_grace_seconds: int = Field(
-        900, ge=0, description="Pods in ImagePullBackOff or Unschedulable this long end the job as FAILED."
+        900,
+        ge=0,
+        description="Pods stuck otherwise (an image pull error that may heal, CreateContainerConfigError) "
+        "this long end the job as FAILED.",
+    )
+    capacity_grace_seconds: int = Field(
+        6 * 3600,
+        ge=0,
+        description="Pods Unschedulable while capacity is coming (an autoscaler scales up, or the nodes are full) "
+        "this long end the job as FAILED.",
+    )
+    unschedulable_grace_seconds: int = Field(
+        600,
+        ge=0,
+        description="Pods no node or autoscaler can ever take (selectors, taints, requests beyond any node) "
+        "this long end the job as FAILED.",
+    )
+    image_error_grace_seconds: int = Field(
+        120,
+        ge=0,
+        description="Pods whose image can never be pulled (not found, unauthorized, an invalid name) "
+        "this long after they started end the job as FAILED.",
     )
     operator_timeout_seconds: int = Field(
         300, ge=0, description="A job whose status the operator never fills in this long ends as FAILED."

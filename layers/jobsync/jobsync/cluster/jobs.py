@@ -186,6 +186,16 @@ class KubeJobs:
         )
         return list(json.loads(response.data).get("items") or [])
 
+    def list_events(self, namespace: str, pod: str) -> list[dict[str, Any]]:
+        """The events of one pod (core v1, as the scheduler, the autoscalers and the kubelet write them)."""
+        response = self._call(
+            self._core.list_namespaced_event,
+            namespace,
+            field_selector=f"involvedObject.kind=Pod,involvedObject.name={pod}",
+            _preload_content=False,
+        )
+        return list(json.loads(response.data).get("items") or [])
+
     def read_log(self, namespace: str, pod: str, container: str, limit_bytes: int) -> str:
         """The log's last lines, at most ``limit_bytes``; bytes that are not UTF-8 become U+FFFD.
 

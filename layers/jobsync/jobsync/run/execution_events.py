@@ -95,9 +95,12 @@ def is_execution_event(event: Any) -> bool:
 
 
 Describe = Callable[[str], "dict[str, Any] | None"]
+CleanupRan = Callable[[str], bool]
 
 
-def cleanup_after(event: Any, cluster: Cluster, settings: Settings, describe: Describe) -> dict[str, Any]:
+def cleanup_after(
+    event: Any, cluster: Cluster, settings: Settings, describe: Describe, cleanup_ran: CleanupRan | None = None
+) -> dict[str, Any]:
     """Delete the job of an execution that ended outside the loop, if its ``cleanup`` setting asks for it.
 
     ``describe`` is DescribeExecution (``jobsync.runtime.describe_execution``):
@@ -118,6 +121,10 @@ def cleanup_after(event: Any, cluster: Cluster, settings: Settings, describe: De
     status = result["status"] = str(description.get("status"))
     if status not in ENDED_OUTSIDE_THE_LOOP:
         return {**result, "reason": f"Step Functions says the execution is {status}: left alone"}
+    if status == "FAILED" and cleanup_ran is not None and cleanup_ran(arn):
+        # Its own Cleanup state already did what the cleanup setting says; a run that lost sight of
+        # its job (ERROR) kept it on purpose, and this event must not delete it after all.
+        return {**result, "reason": "the execution's own Cleanup state ran: left as it decided"}
 
     execution_input = _execution_input(description.get("input"))
     mode = execution_input.get("cleanup", "onFailure")

@@ -13,6 +13,9 @@ import statistics
 from decimal import Decimal
 from typing import Any
 
+from jobsync import clock
+from jobsync.run.inputs import LoopState
+
 KEEP = 5
 MIN_RUNS = 2
 
@@ -33,6 +36,15 @@ class HintStore:
         """The median of the last runs, or None while fewer than MIN_RUNS are known."""
         runs = self.durations(family)
         return int(statistics.median(runs)) if len(runs) >= MIN_RUNS else None
+
+    def record_success(self, state: LoopState) -> bool:
+        """Remember a run that SUCCEEDED (from its start to its end); False when there is nothing to learn."""
+        started = clock.parse(state.startedAt) if state.startedAt else None
+        finished = clock.parse(state.finishedAt) if state.finishedAt else None
+        if state.phase != "SUCCEEDED" or not state.jobFamily or started is None or finished is None:
+            return False
+        self.record(state.jobFamily, finished - started)
+        return True
 
     def record(self, family: str, seconds: float) -> None:
         """Remember one successful run's duration (a lost write costs a hint, nothing else)."""

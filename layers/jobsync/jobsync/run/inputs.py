@@ -43,6 +43,8 @@ class SubmitRequest(_Strict):
     namespace: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63)
     timeoutSeconds: int | None = Field(default=None, gt=0)
     expectedDurationSeconds: int | None = Field(default=None, gt=0, le=MAX_EXPECTED_DURATION_SECONDS)
+    # Learned hints: runs of one family share their durations (default: the manifest's metadata.name).
+    jobFamily: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63)
     cleanup: CleanupMode = "onFailure"
     context: dict[str, Any] | None = None
 
@@ -91,6 +93,9 @@ class LoopState(BaseModel):
     submittedAt: str
     deadline: str
     expectedDurationSeconds: int | None = Field(default=None, le=MAX_EXPECTED_DURATION_SECONDS)
+    jobFamily: str | None = None
+    # Where expectedDurationSeconds came from: the input, or the family's learned median.
+    hintSource: Literal["input", "learned"] | None = None
     phase: str
     reason: str = ""
     message: str = ""

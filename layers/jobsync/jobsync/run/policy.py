@@ -26,14 +26,20 @@ For a poll at time ``now`` (all in seconds, ``clamp(x, lo, hi)`` bounds x):
 * RUNNING with ``expectedDurationSeconds`` E, elapsed since submission e, and
   the window [(1 - tol) E, (1 + tol) E] in which the end is expected::
 
-      before the window:  w = clamp(max(near, (window_start - e) / 2), min, max)
+      before the window:  w = clamp(min(max(near, (window_start - e) / 2), no_hint), min, max)
       inside it:          w = near = clamp(NEAR_FACTOR * sqrt(2 tol E), min, running_max)
-      after it:           the no-hint rule (the hint was wrong)
+      after it:           no_hint (the hint was wrong)
 
-  Halving the distance to the window waits long while the end is far and
-  lands inside the window after a few polls. Inside the window the spacing
-  grows with the square root of the window's width: that spacing minimises
-  polls for a given mean delay over jobs of different lengths.
+  where ``no_hint`` is the no-hint rule's wait above. Halving the distance to
+  the window lands inside it after a few polls; capping that at ``no_hint``
+  means a hint never waits longer than no hint would before its window, so a
+  job that fails early (a bad configuration, out of memory) is noticed as
+  fast as without a hint: the hint says when the job should end, not that it
+  cannot fail before. Inside the window the spacing grows with the square
+  root of the window's width: that spacing minimises polls for a given mean
+  delay over jobs of different lengths. (Waiting out the distance to the
+  window instead saves polls, but a failure at 20 minutes of a two-hour hint
+  was then noticed 27 minutes late.)
 
 Then two guards, in this order:
 
@@ -46,7 +52,9 @@ Then two guards, in this order:
 * deadline: ``w <= deadline - now`` (never wait past it), and ``w >= 1``.
 
 ``in_phase`` is the time since jobsync first saw the current phase. The result
-is a whole number of seconds and depends only on its inputs. The status step
+is a whole number of seconds, ``ceil(w)``, except that it is never more than
+the time left: ``floor(deadline - now)`` when that is at least 1 s (1 when
+less is left). It depends only on its inputs. The status step
 then adds a jitter of up to 10 %, derived from the job and the poll number
 (``jobsync.run.loop.jittered``), so jobs submitted together spread apart.
 """
@@ -122,7 +130,9 @@ def _running_wait(state: PollState, bounds: WaitBounds) -> float:
     window_end = (1 + bounds.hint_tolerance) * expected
     near = _near_spacing(expected, bounds)
     if elapsed < window_start:
-        return _clamp(max(near, (window_start - elapsed) / 2), bounds.min_seconds, bounds.max_seconds)
+        # Never longer than without the hint: a failure before the window is noticed as fast.
+        approach = min(max(near, (window_start - elapsed) / 2), no_hint)
+        return _clamp(approach, bounds.min_seconds, bounds.max_seconds)
     if elapsed <= window_end:
         return near
     return no_hint
@@ -140,7 +150,9 @@ def next_wait(state: PollState, bounds: WaitBounds) -> int:
         wait = max(starting, min(QUEUED_GROWTH * in_phase, bounds.running_max_seconds))
     left = state.deadline - state.now
     wait = min(max(wait, budget_floor(state, bounds, bounds.running_max_seconds)), left)
-    return max(1, math.ceil(wait))
+    whole = max(1, math.ceil(wait))
+    # ceil(left) can pass the deadline when left carries float noise (1.0000000000000002 -> 2).
+    return min(whole, math.floor(left)) if left >= 1 else whole
 
 
 def budget_floor(state: PollState, bounds: WaitBounds, spacing: float) -> float:

@@ -12,7 +12,7 @@ from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
 from jobsync.evaluation.times import JobTimes, job_times
-from jobsync.run import diagnostics
+from jobsync.run import diagnostics, stuck
 from jobsync.run.inputs import LoopState
 from jobsync.run.loop import Cluster, allowed_spec, ensure_ours, epoch, with_next_wait
 from jobsync.settings import Settings
@@ -196,20 +196,23 @@ def _explain(
     if selector is None:
         return Explanation(verdict)
     if verdict.phase == Phase.PENDING and since_submit > settings.diagnose_after_seconds:
-        findings = diagnostics.pod_findings(cluster.list_pods(state.job.namespace, selector))
-        stuck = diagnostics.stuck_reason(findings)
-        if stuck is None:
+        pods = cluster.list_pods(state.job.namespace, selector)
+        findings = diagnostics.pod_findings(pods)
+        found = diagnostics.stuck_reason(findings)
+        if found is None:
             return Explanation(verdict, findings, stuck_checked=True)
-        stuck_since = epoch(state.stuckSince) if state.stuckSince else now
-        if now - stuck_since >= settings.stuck_grace_seconds:
+        judged = stuck.judge(found, pods, state, now, cluster, settings)
+        stuck_since = judged.since
+        if judged.expired(now):
             verdict = Evaluation(
                 Phase.FAILED,
-                str(stuck["reason"]),
-                f"pod {stuck['pod']} stuck for {int(now - stuck_since)}s: {stuck['message']}",
+                judged.stuck.reason,
+                f"pod {judged.stuck.pod} stuck for {int(now - stuck_since)}s "
+                f"({judged.grace_seconds}s allowed): {judged.stuck.message}",
                 kind=spec.kind,
             )
         else:
-            verdict = Evaluation(verdict.phase, str(stuck["reason"]), str(stuck["message"]), verdict.since, spec.kind)
+            verdict = Evaluation(verdict.phase, judged.stuck.reason, judged.stuck.message, verdict.since, spec.kind)
         return Explanation(verdict, findings, stuck_checked=True, stuck_since=clock.isoformat(stuck_since))
     if verdict.phase == Phase.FAILED:
         pods = cluster.list_pods(state.job.namespace, selector)

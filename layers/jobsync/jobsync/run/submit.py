@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from kubernetes.client.exceptions import ApiException
 
@@ -12,6 +12,7 @@ from jobsync.errors import InvalidInput, JobConflict
 from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.run import manifests
+from jobsync.run.hints import HintStore
 from jobsync.run.inputs import JobRef, LoopState, SubmitRequest
 from jobsync.run.loop import Cluster, with_next_wait
 from jobsync.settings import Settings
@@ -19,8 +20,17 @@ from jobsync.settings import Settings
 TemplateFetcher = Callable[[str], str]
 
 
-def submit(request: SubmitRequest, cluster: Cluster, settings: Settings, fetch_template: TemplateFetcher) -> LoopState:
-    """Create the job (or adopt the one this execution already created) and return the first loop state."""
+def submit(
+    request: SubmitRequest,
+    cluster: Cluster,
+    settings: Settings,
+    fetch_template: TemplateFetcher,
+    hints: HintStore | None = None,
+) -> LoopState:
+    """Create the job (or adopt the one this execution already created) and return the first loop state.
+
+    Without ``expectedDurationSeconds``, the family's learned median (``hints``) is the hint.
+    """
     namespace = request.namespace or settings.namespace
     if namespace != settings.namespace:
         raise InvalidInput(
@@ -46,6 +56,14 @@ def submit(request: SubmitRequest, cluster: Cluster, settings: Settings, fetch_t
     except ApiException as exc:  # 409: ours from a retried submit, or someone else's
         created = _adopt(cluster, spec, obj, request.execution, exc)
 
+    family = request.jobFamily or _family(manifest)
+    hint = request.expectedDurationSeconds
+    hint_source: Literal["input", "learned"] | None = "input" if hint else None
+    if hint is None and hints is not None and family:
+        learned = hints.hint(family)
+        if learned is not None:
+            hint, hint_source = min(learned, timeout), "learned"
+
     now = clock.now()
     verdict = evaluate(created)
     state = LoopState(
@@ -54,7 +72,9 @@ def submit(request: SubmitRequest, cluster: Cluster, settings: Settings, fetch_t
         cleanup=request.cleanup,
         submittedAt=clock.isoformat(now),
         deadline=clock.isoformat(now + timeout),
-        expectedDurationSeconds=request.expectedDurationSeconds,
+        expectedDurationSeconds=hint,
+        jobFamily=family,
+        hintSource=hint_source,
         phase=str(verdict.phase),
         reason=verdict.reason,
         message=verdict.message,
@@ -62,6 +82,13 @@ def submit(request: SubmitRequest, cluster: Cluster, settings: Settings, fetch_t
         phaseSince=clock.isoformat(now),
     )
     return with_next_wait(state, now, settings)
+
+
+def _family(manifest: Any) -> str | None:
+    """The manifest's own name: the family its recurring runs share."""
+    metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def _adopt(cluster: Cluster, spec: KindSpec, obj: dict[str, Any], execution: str, exc: ApiException) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""`make demo` as a user runs it: a subprocess, each completion mode, the result line last."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.lambdas import ROOT
+
+
+def demo(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["layers/jobsync", "notifier", "."])}
+    return subprocess.run(
+        [sys.executable, "-m", "harness.demo", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("mode", ["poll", "watch", "callback"])
+def test_the_demo_succeeds_in_every_completion_mode(mode):
+    proc = demo("--mode", mode)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    *lines, last = proc.stdout.strip().splitlines()
+    result = json.loads(last)
+    assert result["status"] == "SUCCEEDED" and result["output"]["phase"] == "SUCCEEDED"
+    assert lines and all(line.startswith("+") for line in lines)  # one line per poll before the result
+
+
+def test_an_unknown_mode_is_a_usage_error():
+    proc = demo("--mode", "carrier-pigeon")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
