@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import os
 import sys
 import uuid
@@ -28,7 +29,11 @@ from harness.local import LocalJobsync, RunResult
 SCENARIOS: dict[str, dict[str, Any]] = {
     "success": {"sim": "success", "timings": {"pending_s": 90, "run_s": 2 * 3600}},
     "failure": {"sim": "failure", "timings": {"pending_s": 90, "run_s": 1200}},
-    "restarting": {"sim": "restarting", "timings": {"pending_s": 90, "restart_at": 1800, "run_s": 3600}},
+    # The restart lasts five minutes, so a poll (or the watch) sees the Restarting the story is named for.
+    "restarting": {
+        "sim": "restarting",
+        "timings": {"pending_s": 90, "restart_at": 1800, "restart_s": 300, "run_s": 3600},
+    },
     "image-pull-backoff": {"sim": "image-pull-backoff", "timings": {}},
     "operator-down": {"sim": "operator-down", "timings": {}},
     # GPUs on their way: the Cluster Autoscaler scales up for 40 minutes, then the job runs and succeeds.
@@ -55,11 +60,55 @@ def clock_text(seconds: float) -> str:
     return f"+{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def print_run(result: RunResult, out: Any = sys.stdout) -> None:
-    for poll in result.polls:
-        wait = f"next wait {poll.wait_seconds}s" if poll.wait_seconds else "done"
-        print(f"{clock_text(poll.at - result.started_at)}  {poll.phase:<10} {poll.reason:<28} {wait}", file=out)
-    print(json.dumps(result.summary()), file=out)
+def poll_lines(result: RunResult) -> list[str]:
+    """One line per Status answer: when it answered, the phase and reason, what changed, what comes next.
+
+    In watch mode a poll answers when the job changed (or the watch ran out), with no wait after it:
+    the line says what changed since the last answer instead of a wait.
+    """
+    lines, before = [], None
+    for i, poll in enumerate(result.polls):
+        now = (poll.phase, poll.reason)
+        if before is None:
+            changed = "first look"
+        elif now != before:
+            changed = f"was {before[0]} {before[1]}".rstrip() if now[0] != before[0] else f"was {before[1]}"
+        else:
+            changed = "no change"
+        if poll.wait_seconds:
+            after = f"next wait {poll.wait_seconds}s"
+        elif i == len(result.polls) - 1:
+            after = "done"
+        else:
+            after = "watching again"
+        answered = poll.answered if poll.answered is not None else poll.at
+        lines.append(
+            f"{clock_text(answered - result.started_at)}  {poll.phase:<10} {poll.reason:<28} {changed}; {after}"
+        )
+        before = now
+    return lines
+
+
+def summary(result: RunResult) -> dict[str, Any]:
+    """The result line: a JSON Cause (every Job* failure's) as an object, not a string inside a string."""
+    out = result.summary()
+    if isinstance(out["cause"], str):
+        with contextlib.suppress(ValueError):
+            out["cause"] = json.loads(out["cause"])
+    return out
+
+
+def print_run(result: RunResult, out: Any = None) -> None:
+    out = out or sys.stdout
+    for line in poll_lines(result):
+        print(line, file=out)
+    print(json.dumps(summary(result)), file=out)
+
+
+def quiet_interpreter() -> None:
+    """moto's ASL interpreter logs every Fail state (FailureEventException ... StateType.Fail) as an ERROR on
+    stderr: a failing job is the demo's story, not an interpreter fault. Its result line says it all."""
+    logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL + 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"error": "InvalidInput", "cause": f"{args.input}: {exc}"}))
         return 2
     scenario = SCENARIOS[args.scenario]
+    quiet_interpreter()
     kubeconfig = args.kubeconfig or None
     if kubeconfig:
         print(f"running against {kubeconfig} on the wall clock; the scenario is the cluster's", file=sys.stderr)

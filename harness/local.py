@@ -35,7 +35,8 @@ from harness.sfn import LocalStepFunctions
 from jobsync import clock as jobsync_clock
 from jobsync import cluster as jobsync_cluster
 from jobsync import runtime
-from jobsync.run.manifests import job_name
+from jobsync.run import manifests
+from jobsync.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
@@ -100,6 +101,7 @@ class Poll:
     phase: str
     reason: str
     wait_seconds: int
+    answered: float | None = None  # when the Status call returned: later than ``at`` while a watch held it
 
 
 @dataclass
@@ -287,8 +289,20 @@ class LocalJobsync:
         name = name or str(uuid.uuid4())
         if self.sim:
             arn = self._state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
-            self.sim.plan(NAMESPACE, job_name(arn), self.scenario, **self.timings)
+            self.sim.plan(NAMESPACE, self.job_name(arn, execution_input), self.scenario, **self.timings)
         return self.sfn.start(self._state_machine_arn, execution_input, name=name)
+
+    def job_name(self, execution_arn: str, execution_input: dict[str, Any]) -> str:
+        """The name submit will give the execution's job (``manifests.job_name``, from the manifest it makes)."""
+        manifest = execution_input.get("job")
+        template = execution_input.get("jobTemplate")
+        if manifest is None and isinstance(template, str):
+            try:  # as submit renders it; a template submit refuses gives no job, and any name will do
+                text = runtime.fetch_template(template)
+                manifest = manifests.load_template(text, execution_input.get("parameters") or {}, "", Settings())
+            except Exception:
+                manifest = None
+        return manifests.job_name(execution_arn, manifests.manifest_name(manifest))
 
     def run(self, execution_input: dict[str, Any], name: str | None = None, timeout_s: float = 120) -> RunResult:
         """Start an execution and wait for it to end; returns what happened."""
@@ -320,7 +334,8 @@ class LocalJobsync:
             if execution_arn and call.result.get("execution") not in (None, execution_arn):
                 continue
             result = call.result
-            polls.append(Poll(call.at, result["phase"], result.get("reason", ""), result.get("waitSeconds", 0)))
+            phase, reason, wait = result["phase"], result.get("reason", ""), result.get("waitSeconds", 0)
+            polls.append(Poll(call.at, phase, reason, wait, call.answered))
         return polls
 
     def jobs_left(self) -> list[dict[str, str]]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from jobsync import runtime
+from jobsync import clock, runtime
 from jobsync.run.inputs import LoopState, parse
 from jobsync.run.poll import poll
 
@@ -36,7 +36,22 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         # One metric with a phase dimension, on its own so Polls keeps its dimensions.
         with single_metric(name="JobsFinished", unit=MetricUnit.Count, value=1) as finished:
             finished.add_dimension(name="phase", value=new.phase)
+        delay = detection_delay(new)
+        if delay is not None:
+            # How late jobsync learned of the end: the job's own finish to the poll that saw it.
+            with single_metric(name="DetectionDelaySeconds", unit=MetricUnit.Seconds, value=delay) as late:
+                late.add_dimension(name="phase", value=new.phase)
     return new.model_dump(exclude_none=True)
+
+
+def detection_delay(state: LoopState) -> float | None:
+    """noticedAt - finishedAt, when the job's status gave its finish (a poll's own time would say 0)."""
+    if state.timesFrom.get("finishedAt") != "job" or not state.finishedAt or not state.noticedAt:
+        return None
+    finished, noticed = clock.parse(state.finishedAt), clock.parse(state.noticedAt)
+    if finished is None or noticed is None:
+        return None
+    return max(0.0, noticed - finished)  # a cluster clock ahead of Lambda's is not a negative delay
 
 
 def learn(state: LoopState) -> None:

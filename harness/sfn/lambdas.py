@@ -39,6 +39,7 @@ class Invocation:
     at: float
     result: Any = None
     error: dict | None = None  # the error payload Lambda returned (errorType, errorMessage, ...)
+    answered: float | None = None  # when the handler returned (a watch holds the call open)
 
 
 @dataclass
@@ -172,6 +173,7 @@ class InProcessLambdas:
             response_headers["x-amz-function-error"] = "Unhandled"
             return json.dumps(error).encode()
         record.result = json.loads(payload)
+        record.answered = self.clock.now()
         return payload.encode()
 
     def invoke_async(self, function_arn: str, event: Any) -> threading.Thread:

@@ -92,7 +92,10 @@ def test_an_aborted_executions_job_is_deleted_by_the_status_change_event():
         out = cleanup(status_change(description))
 
         assert out["deleted"] is True and out["reason"] == "deleted"
-        assert out["job"]["name"] == job_name(description["executionArn"]) and out["cleanup"] == "onFailure"
+        assert (
+            out["job"]["name"] == job_name(description["executionArn"], "pytorch-simple")
+            and out["cleanup"] == "onFailure"
+        )
         assert requests(local) == [("GET", 200), ("DELETE", 200)]  # the label check, then the delete
         assert local.jobs_left() == []
         assert cleanup(status_change(description))["reason"] == "already gone"  # a redelivered event is harmless
@@ -108,25 +111,31 @@ def test_cleanup_never_keeps_the_job_of_an_aborted_execution():
         assert len(local.jobs_left()) == 1
 
 
-def test_a_timed_out_execution_whose_input_is_a_template_tries_each_allowed_kind():
-    # A jobTemplate input says nothing of the kind: each allowed kind is looked up by name.
+def test_a_timed_out_execution_whose_input_is_a_template_finds_its_job_by_label_in_each_allowed_kind():
+    # A jobTemplate input says nothing of the kind or of the name (the template's): each allowed kind is
+    # listed by this execution's label, and what is found is checked and deleted.
     env = {**QUIET, "JOBSYNC_ALLOWED_KINDS": "TFJob,PyTorchJob"}
     with LocalJobsync("success", env=env) as local:
         # A real execution (cleanup checks with Step Functions); its submit fails, moto's S3 having no
-        # template, and the job it would have made is put by hand.
+        # template, and the job it would have made is put by hand, named as the template named it.
         arn = local.start(load_event("submit-template.json") | {"cleanup": "always"}, name="from-template")
         description = local.sfn.wait(arn)
-        meta = {"name": job_name(arn), "namespace": "ml-training", "labels": job_labels(arn)}
+        name = job_name(arn, "resnet50-imagenet")
+        meta = {"name": name, "namespace": "ml-training", "labels": job_labels(arn)}
         job = {**load_event("run-job-input.json")["job"], "metadata": meta}
-        local.api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
+        local.api.put((*PYTORCHJOBS, "ml-training", name), job)
+        stranger = {**job, "metadata": {**meta, "name": "resnet50-imagenet-0000", "labels": {"team": "vision"}}}
+        local.api.put((*PYTORCHJOBS, "ml-training", "resnet50-imagenet-0000"), stranger)
         local.api.clear_requests()
         out = cleanup(status_change(description))
-        assert out["deleted"] is True and out["job"]["kind"] == "PyTorchJob"
+        assert out["deleted"] is True and out["job"]["kind"] == "PyTorchJob" and out["job"]["name"] == name
         assert [(r.method, r.resource, r.status) for r in local.api.requests] == [
-            ("GET", "tfjobs", 404),
-            ("GET", "pytorchjobs", 200),
+            ("GET", "tfjobs", 200),  # the list, empty
+            ("GET", "pytorchjobs", 200),  # the list
+            ("GET", "pytorchjobs", 200),  # the job, its labels checked
             ("DELETE", "pytorchjobs", 200),
         ]
+        assert local.api.get((*PYTORCHJOBS, "ml-training", "resnet50-imagenet-0000")) is not None
 
 
 @pytest.mark.parametrize("labels", [{}, {"team": "vision"}, "another execution"], ids=["none", "team", "other"])
@@ -135,16 +144,16 @@ def test_a_job_of_that_name_this_execution_did_not_create_is_left_alone(labels):
         arn = execution_arn(local, "failed-early")
         if labels == "another execution":
             labels = job_labels(execution_arn(local, "someone-else"))
-        meta = {"name": job_name(arn), "namespace": "ml-training", "labels": labels}
+        meta = {"name": job_name(arn, "pytorch-simple"), "namespace": "ml-training", "labels": labels}
         job = {**load_event("run-job-input.json")["job"], "metadata": meta}
-        before = local.api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), job)
+        before = local.api.put((*PYTORCHJOBS, "ml-training", job_name(arn, "pytorch-simple")), job)
         # A real execution that failed early: submit refuses its namespace, so it created nothing.
         local.start({**load_event("run-job-input.json"), "namespace": "elsewhere"}, name="failed-early")
         description = local.sfn.wait(arn)
         assert description["status"] == "FAILED"
         out = cleanup(status_change(description))
         assert out["deleted"] is False and "left alone" in out["reason"]
-        assert local.api.get((*PYTORCHJOBS, "ml-training", job_name(arn))) == before
+        assert local.api.get((*PYTORCHJOBS, "ml-training", job_name(arn, "pytorch-simple"))) == before
         assert not [r for r in local.api.requests if r.method == "DELETE"]
 
 

@@ -99,8 +99,15 @@ def test_cleanup_failed(kube_api, lambda_context):
 def test_cleanup_execution_aborted(kube_api, lambda_context, monkeypatch):
     event = load_event("cleanup-execution-aborted.json")
     arn = event["detail"]["executionArn"]
-    ref = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": job_name(arn)}
-    kube_api.put((*PYTORCHJOBS, "ml-training", job_name(arn)), _job_for({"job": ref, "execution": arn}))
+    ref = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "namespace": "ml-training",
+        "name": job_name(arn, "pytorch-simple"),
+    }
+    kube_api.put(
+        (*PYTORCHJOBS, "ml-training", job_name(arn, "pytorch-simple")), _job_for({"job": ref, "execution": arn})
+    )
     with mock_aws():  # cleanup asks Step Functions that the execution really was aborted
         sfn = boto3.client("stepfunctions", region_name="us-east-1")
         role = "arn:aws:iam::123456789012:role/jobsync-run-job"
@@ -113,7 +120,7 @@ def test_cleanup_execution_aborted(kube_api, lambda_context, monkeypatch):
         monkeypatch.setenv("JOBSYNC_STATE_MACHINE_ARN", machine)
         runtime.reset()
         out = invoke("cleanup", event, lambda_context)
-    assert out["deleted"] is True and out["job"]["name"] == job_name(arn)
+    assert out["deleted"] is True and out["job"]["name"] == job_name(arn, "pytorch-simple")
     assert kube_api.objects(*PYTORCHJOBS) == []
 
 

@@ -84,7 +84,7 @@ def test_read_timeout_on_create_never_makes_a_second_job():
         assert result.status == "SUCCEEDED"
         assert errors(local, "jobsync-submit") == ["TransientClusterError"]
         (job,) = local.api.objects(*PYTORCHJOBS)
-        assert job["metadata"]["name"] == job_name(result.execution_arn)
+        assert job["metadata"]["name"] == job_name(result.execution_arn, "pytorch-simple")
         assert len(created(local.api)) == 1
 
 
@@ -202,7 +202,7 @@ def test_a_submit_whose_result_was_lost_is_retried_and_adopts_its_job():
 
 def test_a_foreign_job_of_the_same_name_is_a_conflict_and_left_untouched():
     with LocalJobsync("success", SHORT, env=QUIET) as local:
-        name = job_name(execution_arn(local, "collision"))
+        name = job_name(execution_arn(local, "collision"), "pytorch-simple")
         foreign = load_event("run-job-input.json")["job"]
         foreign["metadata"] = {"name": name, "namespace": "ml-training", "labels": {"team": "someone-else"}}
         before = local.api.put((*PYTORCHJOBS, "ml-training", name), foreign)

@@ -97,7 +97,7 @@ def test_status_refuses_a_job_this_execution_did_not_create_and_reads_none_of_it
 def test_status_refuses_an_object_that_replaced_ours_under_the_same_name():
     with LocalJobsync("success", env=QUIET) as local:
         execution = execution_arn(local, "nightly")
-        stored = hand_made_failed_job(local, job_name(execution), job_labels(execution))
+        stored = hand_made_failed_job(local, job_name(execution, "pytorch-simple"), job_labels(execution))
         state = loop_state_for(stored, execution)
         state["job"]["uid"] = "00000000-0000-0000-0000-0000000000aa"  # the object the loop saw was another
         local.api.clear_requests()
@@ -189,7 +189,7 @@ def test_cleanup_without_an_execution_is_refused_and_another_executions_running_
     assert type(refused).__name__ == "InvalidInput" and "execution: Field required" in str(refused)
     other = seen["outcomes"]["another execution"]
     assert isinstance(other, dict) and other["deleted"] is False and "left alone" in other["reason"], other
-    assert seen["jobs"] == [job_name(execution_arn(local, "victim"))] and seen["deletes"] == []
+    assert seen["jobs"] == [job_name(execution_arn(local, "victim"), "pytorch-simple")] and seen["deletes"] == []
 
 
 # --- cleanup after an execution event -------------------------------------------------
@@ -241,8 +241,11 @@ def evaluate_phase(job: dict[str, Any]) -> str:
 def test_an_event_for_an_execution_step_functions_does_not_know_deletes_nothing():
     with LocalJobsync("success", env=QUIET) as local:
         arn = execution_arn(local, "never-started")
-        meta = {"name": job_name(arn), "namespace": NS, "labels": job_labels(arn)}
-        local.api.put((*PYTORCHJOBS, NS, job_name(arn)), {**load_event("run-job-input.json")["job"], "metadata": meta})
+        meta = {"name": job_name(arn, "pytorch-simple"), "namespace": NS, "labels": job_labels(arn)}
+        local.api.put(
+            (*PYTORCHJOBS, NS, job_name(arn, "pytorch-simple")),
+            {**load_event("run-job-input.json")["job"], "metadata": meta},
+        )
         local.api.clear_requests()
 
         out = invoke("cleanup", forged(local, arn))
@@ -259,8 +262,11 @@ def test_an_event_for_another_state_machines_execution_deletes_nothing():
             )
             + ":nightly"
         )
-        meta = {"name": job_name(arn), "namespace": NS, "labels": job_labels(arn)}
-        local.api.put((*PYTORCHJOBS, NS, job_name(arn)), {**load_event("run-job-input.json")["job"], "metadata": meta})
+        meta = {"name": job_name(arn, "pytorch-simple"), "namespace": NS, "labels": job_labels(arn)}
+        local.api.put(
+            (*PYTORCHJOBS, NS, job_name(arn, "pytorch-simple")),
+            {**load_event("run-job-input.json")["job"], "metadata": meta},
+        )
         local.api.clear_requests()
         event = forged(local, arn, stateMachineArn=local._state_machine_arn)  # a detail that lies about it
 

@@ -121,7 +121,7 @@ def test_every_execution_ends_by_its_deadline_within_the_history_budget_with_one
         if r.method == "POST" and r.status == 201 and r.name is None and r.resource == "pytorchjobs"
     ]
     assert len(ours) == 1
-    name = job_name(result.execution_arn)
+    name = job_name(result.execution_arn, "pytorch-simple")
     assert len([j for j in local.api.objects(*PYTORCHJOBS) if j["metadata"]["name"] == name]) <= 1
 
 
@@ -160,5 +160,5 @@ def test_submitting_the_same_execution_again_never_makes_a_second_job(api, name,
             assert type(exc).__name__ == "TransientClusterError" and fail_first
     (job,) = api.objects(*PYTORCHJOBS)
     assert {r["job"]["uid"] for r in results} == {job["metadata"]["uid"]}
-    assert {r["job"]["name"] for r in results} == {job_name(arn)}
+    assert {r["job"]["name"] for r in results} == {job_name(arn, "pytorch-simple")}
     assert len([r for r in api.requests if r.method == "POST" and r.status == 201]) == 1

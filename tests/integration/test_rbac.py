@@ -54,6 +54,10 @@ def test_the_role_grants_exactly_the_verbs_and_resources_the_lambdas_use():
         description = run_and_abort(local, load_event("run-job-input.json"))
         out = invoke("cleanup", status_change(description))
         assert out["deleted"] is True
+        # A template's execution that failed: its job is looked for by its label (list).
+        arn = local.start(load_event("submit-template.json") | {"cleanup": "always"}, name="from-template")
+        out = invoke("cleanup", status_change(local.sfn.wait(arn)))
+        assert out["deleted"] is False
 
         used = local.api.verbs_used()
         statuses = {r.status for r in local.api.requests}

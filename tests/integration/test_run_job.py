@@ -15,6 +15,7 @@ import pytest
 
 from harness.kubeapi import Fault
 from harness.local import LocalJobsync
+from jobsync import clock
 from tests.integration.test_sfn_harness import REAL_ITERATION
 from tests.support.lambdas import QUIET, load_event
 
@@ -43,8 +44,9 @@ def test_success_ends_when_the_job_does_and_keeps_the_job():
     assert out["phase"] == "SUCCEEDED" and out["reason"] == "PyTorchJobSucceeded"
     assert out["polls"] == len(result.polls)
     assert out["deleted"] is False  # cleanup onFailure keeps a successful job
-    # Noticed within one running_max wait of the job's end at 90 + 3600 s.
-    assert 3690 <= out["durationSeconds"] <= 3690 + 360
+    # The job's own run time (its 90 s pending excluded), noticed within one running_max wait of its end.
+    assert out["durationSeconds"] == 3600
+    assert 0 <= clock.parse(out["noticedAt"]) - clock.parse(out["finishedAt"]) <= 360
     assert [job["phase"] for job in result.jobs_left] == ["SUCCEEDED"]
 
 
@@ -177,7 +179,9 @@ def test_watch_mode_notices_the_end_at_once_with_few_polls():
         verbs = [(r.method, r.verb) for r in local.api.requests]
     assert result.status == "SUCCEEDED"
     # The watch returns when the phase changes: the job ended at 90 + 3600 s.
-    assert result.output["durationSeconds"] == pytest.approx(3690, abs=5)
+    assert result.output["durationSeconds"] == 3600
+    noticed = clock.parse(result.output["noticedAt"]) - clock.parse(result.output["finishedAt"])
+    assert noticed == pytest.approx(0, abs=5)
     assert len(result.polls) <= 3690 / 600 + 3
     assert all(poll.wait_seconds == 0 for poll in result.polls)  # the watch did the waiting
     assert ("GET", "watch") in verbs

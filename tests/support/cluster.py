@@ -74,6 +74,11 @@ class RecordingCluster:
         del self.objects[name]
         return True
 
+    def list_jobs(self, spec, namespace: str, label_selector: str) -> list[Obj]:
+        self._record("list_jobs", label_selector)
+        selector = Selector(label_selector)
+        return [job for job in self.objects.values() if selector.matches(job.get("metadata", {}).get("labels"))]
+
     def list_pods(self, namespace: str, label_selector: str) -> list[Obj]:
         self._record("list_pods", label_selector)
         selector = Selector(label_selector)

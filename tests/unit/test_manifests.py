@@ -43,14 +43,14 @@ def pytorchjob(**meta):
 
 
 def test_name_is_deterministic_per_execution_and_distinct_across_executions():
-    assert job_name(ARN) == job_name(ARN)
-    assert job_name(ARN) != job_name(ARN.replace("jobsync-run-job", "other-machine"))
-    assert job_name(ARN).startswith("nightly-2026-11-29-")
+    assert job_name(ARN, None) == job_name(ARN, None)
+    assert job_name(ARN, None) != job_name(ARN.replace("jobsync-run-job", "other-machine"), None)
+    assert job_name(ARN, None).startswith("nightly-2026-11-29-")  # no manifest name: the execution's
 
 
 @given(st.text(min_size=1, max_size=80).filter(lambda s: ":" not in s))
 def test_any_execution_name_gives_a_dns1035_label_short_enough_for_pod_names(name):
-    derived = job_name(f"arn:aws:states:us-east-1:123456789012:execution:sm:{name}")
+    derived = job_name(f"arn:aws:states:us-east-1:123456789012:execution:sm:{name}", None)
     assert DNS1035.match(derived), derived
     assert len(derived) <= MAX_JOB_NAME
     assert len(f"{derived}-worker-9999") <= 63
@@ -59,7 +59,7 @@ def test_any_execution_name_gives_a_dns1035_label_short_enough_for_pod_names(nam
 def test_prepare_names_labels_and_annotates_the_job():
     obj = prepare(pytorchjob(labels={"team": "vision"}), ARN, "ml-training", SETTINGS)
     meta = obj["metadata"]
-    assert meta["name"] == job_name(ARN)
+    assert meta["name"] == job_name(ARN, "mnist")
     assert meta["namespace"] == "ml-training"
     assert meta["labels"] == {"team": "vision", MANAGED_BY: "jobsync", EXECUTION_LABEL: execution_label(ARN)}
     assert re.match(r"^[a-z0-9]{32}$", meta["labels"][EXECUTION_LABEL])
@@ -105,7 +105,7 @@ def test_privileged_pods_are_refused_unless_the_deployment_allows_them(pod_spec)
     with pytest.raises(InvalidInput, match="privileged pod settings"):
         prepare(manifest, ARN, "ml-training", SETTINGS)
     allowing = Settings(allow_privileged_pods=True)
-    assert prepare(manifest, ARN, "ml-training", allowing)["metadata"]["name"] == job_name(ARN)
+    assert prepare(manifest, ARN, "ml-training", allowing)["metadata"]["name"] == job_name(ARN, "mnist")
 
 
 def test_oversized_manifest_is_refused():

@@ -22,7 +22,7 @@ from tests.support.cluster import RecordingCluster
 SETTINGS = Settings()
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:nightly"
 OTHER_EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:someone-else"
-NAME = manifests.job_name(EXECUTION)
+NAME = manifests.job_name(EXECUTION, None)
 # Status and cleanup may read, list pods and delete; never create or read a log.
 EXPECTED = {"get", "delete", "list_pods"}
 REF = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": NAME}

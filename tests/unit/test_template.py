@@ -151,5 +151,5 @@ def test_rbac_groups_kinds_by_their_real_api_group():
     assert by_group["trainer.kubeflow.org"]["resources"] == ["trainjobs"]
     assert by_group["sagemaker.aws.amazon.com"]["resources"] == ["trainingjobs"]
     assert by_group["sagemaker.services.k8s.aws"]["resources"] == ["trainingjobs"]
-    assert by_group["batch"]["verbs"] == ["create", "get", "delete", "watch"]
+    assert by_group["batch"]["verbs"] == ["create", "get", "list", "delete", "watch"]
     assert by_group[""]["resources"] in (["pods"], ["pods/log"], ["events"])  # the core rules: one resource each

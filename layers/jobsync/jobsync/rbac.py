@@ -24,7 +24,8 @@ from typing import Any
 from jobsync.evaluation.kinds import KindSpec
 
 RBAC_API = "rbac.authorization.k8s.io"
-JOB_VERBS = ("create", "get", "delete")
+# list: cleanup after an execution event finds a jobTemplate's job by its execution label.
+JOB_VERBS = ("create", "get", "list", "delete")
 POD_RULES = (
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},

@@ -168,6 +168,18 @@ class KubeJobs:
         except TRANSPORT_ERRORS as exc:
             raise unreachable(exc) from None
 
+    def list_jobs(self, spec: KindSpec, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        """The jobs of ``spec``'s kind with these labels (cleanup after an execution event finds a template's job)."""
+        response = self._call(
+            self._custom.list_namespaced_custom_object,
+            spec.group,
+            spec.version,
+            namespace,
+            spec.plural,
+            label_selector=label_selector,
+        )
+        return list(response.get("items") or [])
+
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         response = self._call(
             self._core.list_namespaced_pod, namespace, label_selector=label_selector, _preload_content=False

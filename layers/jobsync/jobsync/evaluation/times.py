@@ -4,9 +4,14 @@ The loop notices a change at its next look; these are when the change
 happened, as the job's controller recorded it. Each family keeps them in
 different fields, so the first one present wins:
 
-- started: ``status.startTime`` (Kubeflow v1, batch/v1), the ACK job's
-  ``*StartTime``; else the ``lastTransitionTime`` of a True ``Running``
-  condition;
+- started: for Kubeflow v1 (``kubeflow.org``: PyTorchJob, TFJob, ...) the
+  ``lastTransitionTime`` of the ``Running`` condition: the operator's
+  ``status.startTime`` is when it *acknowledged* the job, pods still pending,
+  so it would count the pending time as run time. The condition counts while
+  True, and also once False beside the True ``Succeeded``/``Failed`` that
+  ended the run (the operator flips it, keeping its time). Other families:
+  ``status.startTime`` (batch/v1), the ACK job's ``*StartTime``; else the
+  ``lastTransitionTime`` of a True ``Running`` condition;
 - finished (only once the job has ended): ``status.completionTime``, the ACK
   job's ``*EndTime``; else the deciding condition's time (``Evaluation.since``).
 """
@@ -29,6 +34,8 @@ _FINISHED = (
     "hyperParameterTuningEndTime",
 )
 
+_KUBEFLOW_GROUPS = frozenset({"kubeflow.org"})
+
 
 @dataclass(frozen=True)
 class JobTimes:
@@ -44,7 +51,10 @@ def job_times(obj: Mapping[str, Any], evaluation: Evaluation) -> JobTimes:
     created = timestamp_text(metadata.get("creationTimestamp")) if isinstance(metadata, Mapping) else None
     if not isinstance(status, Mapping):
         return JobTimes(created)
-    started = _first(status, _STARTED) or _running_since(status)
+    if _is_kubeflow(obj):
+        started = _running_since(status, ended=evaluation.terminal)
+    else:
+        started = _first(status, _STARTED) or _running_since(status)
     finished = (_first(status, _FINISHED) or evaluation.since) if evaluation.terminal else None
     return JobTimes(created, started, finished)
 
@@ -53,14 +63,21 @@ def _first(status: Mapping[str, Any], fields: tuple[str, ...]) -> str | None:
     return next((t for name in fields if (t := timestamp_text(status.get(name)))), None)
 
 
-def _running_since(status: Mapping[str, Any]) -> str | None:
+def _is_kubeflow(obj: Mapping[str, Any]) -> bool:
+    api_version = obj.get("apiVersion")
+    return isinstance(api_version, str) and api_version.split("/", 1)[0] in _KUBEFLOW_GROUPS
+
+
+def _running_since(status: Mapping[str, Any], ended: bool = False) -> str | None:
+    """The earliest Running condition's time: a True one; once ``ended``, a False one too."""
     conditions = status.get("conditions")
     if not isinstance(conditions, list):
         return None
+    counted = ("True", True, "False", False) if ended else ("True", True)
     times = sorted(
         t
         for c in conditions
-        if isinstance(c, Mapping) and c.get("type") == "Running" and c.get("status") in ("True", True)
+        if isinstance(c, Mapping) and c.get("type") == "Running" and c.get("status") in counted
         if (t := timestamp_text(c.get("lastTransitionTime")))
     )
     return times[0] if times else None

@@ -10,14 +10,17 @@ calls :func:`cleanup_after` here.
 
 What the event gives, and how the job is found from it:
 
-- the job's **name** is ``manifests.job_name(executionArn)``, the name submit
-  gave it;
+- the job's **name**, for a ``job`` manifest in the input, is
+  ``manifests.job_name(executionArn, <the manifest's metadata.name>)``: the
+  name submit gave it, from the same two values. For a ``jobTemplate`` input
+  the name comes from the rendered template, which may have changed since (or
+  read other parameters): it is not derived but looked up, by listing each
+  allowed kind with the ``jobsync.io/execution`` label of this execution (the
+  Role's ``list`` verb); every job found is then checked and deleted as below;
 - its **namespace** is the deployment's (submit refuses any other);
 - its **kind** is the ``job`` manifest's in the execution input. For a
-  ``jobTemplate`` input the kind is not known without reading the template
-  (which may have changed since), so each allowed kind is tried: a GET by
-  name, and only a job whose ``jobsync.io/execution`` label is this
-  execution's is deleted;
+  ``jobTemplate`` input each allowed kind is listed, and only a job whose
+  ``jobsync.io/execution`` label is this execution's is deleted;
 - the input's ``cleanup`` setting is honoured: ``never`` keeps the job,
   ``onFailure`` and ``always`` delete it (the execution did not succeed).
   The input is the one DescribeExecution returns, so an event that left it
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,8 +54,15 @@ from jobsync.evaluation.kinds import KindSpec
 from jobsync.run import manifests
 from jobsync.run.cleanup import delete_if_ours, should_delete
 from jobsync.run.inputs import EXECUTION_ARN, parse
-from jobsync.run.loop import Cluster
+from jobsync.run.loop import Cluster as _LoopCluster
 from jobsync.settings import Settings
+
+
+class Cluster(_LoopCluster, Protocol):
+    """The loop's cluster, and a list of jobs by label (a template's job is found by its execution label)."""
+
+    def list_jobs(self, spec: KindSpec, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
 
 DETAIL_TYPE = "Step Functions Execution Status Change"
 SOURCE = "aws.states"
@@ -99,8 +109,7 @@ def cleanup_after(
     change: ExecutionStatusChange = parse(ExecutionStatusChange, event)
     detail = change.detail
     arn, status = detail.executionArn, detail.status
-    name = manifests.job_name(arn)
-    job = {"namespace": settings.namespace, "name": name}
+    job: dict[str, Any] = {"namespace": settings.namespace, "name": _inline_name(arn, detail.input)}
     result: dict[str, Any] = {"execution": arn, "status": status, "job": job, "deleted": False}
     if status not in ENDED_OUTSIDE_THE_LOOP:
         return {**result, "reason": f"the execution is {status}: nothing to clean up"}
@@ -128,6 +137,9 @@ def cleanup_after(
     candidates = _candidate_kinds(execution_input, settings)
     if not candidates:
         return {**result, "reason": "the input's kind is not allowed here: submit created nothing"}
+    name = _inline_name(arn, description.get("input"))
+    if name is None:
+        return _cleanup_by_label(cluster, settings, candidates, arn, result)
     outcomes = []
     for spec in candidates:
         ref = {"apiVersion": spec.api_version, "kind": spec.kind, "namespace": settings.namespace, "name": name}
@@ -138,6 +150,37 @@ def cleanup_after(
     foreign = [o for o in outcomes if o[1] != "already gone"]
     ref, reason = (foreign or outcomes)[0]
     return {**result, "job": ref, "reason": reason}
+
+
+def _inline_name(arn: str, text: Any) -> str | None:
+    """The job's name when the execution input holds its manifest (as submit names it); None for a template."""
+    try:
+        manifest = _execution_input(text if isinstance(text, str) else None).get("job")
+    except InvalidInput:
+        return None
+    return manifests.job_name(arn, manifests.manifest_name(manifest)) if isinstance(manifest, dict) else None
+
+
+def _cleanup_by_label(
+    cluster: Cluster, settings: Settings, candidates: list[KindSpec], arn: str, result: dict[str, Any]
+) -> dict[str, Any]:
+    """A template's job: found by this execution's label, kind by kind, then deleted as any other (checked first)."""
+    selector = f"{manifests.EXECUTION_LABEL}={manifests.execution_label(arn)}"
+    deleted_refs: list[tuple[dict[str, Any], str]] = []
+    outcomes: list[tuple[dict[str, Any], str]] = []
+    for spec in candidates:
+        for found in cluster.list_jobs(spec, settings.namespace, selector):
+            name = str((found.get("metadata") or {}).get("name", ""))
+            ref = {"apiVersion": spec.api_version, "kind": spec.kind, "namespace": settings.namespace, "name": name}
+            deleted, reason = delete_if_ours(cluster, spec, settings.namespace, name, arn)
+            (deleted_refs if deleted else outcomes).append((ref, reason))
+    if deleted_refs:
+        ref, reason = deleted_refs[0]
+        return {**result, "job": ref, "deleted": True, "reason": reason}
+    if outcomes:
+        ref, reason = outcomes[0]
+        return {**result, "job": ref, "reason": reason}
+    return {**result, "reason": "already gone (no job carries this execution's label)"}
 
 
 def _verified(arn: str, settings: Settings, describe: Describe) -> tuple[dict[str, Any] | None, str]:

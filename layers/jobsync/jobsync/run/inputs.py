@@ -6,6 +6,7 @@ is wrong, never with a KeyError.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -22,6 +23,10 @@ PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A hint past any deadline a deployment allows is a mistake (and 10**400 overflows the wait
 # policy's float arithmetic): refused here by name; submit also holds it to max_timeout_seconds.
 MAX_EXPECTED_DURATION_SECONDS = 365 * 86400
+# The execution input's free-form ``context`` (a pipeline run id, a commit): carried unchanged into the
+# output and every failure's Cause, so it is kept small (Step Functions' payloads are limited to 256 KB).
+MAX_CONTEXT_BYTES = 4096
+TimesFrom = Literal["job", "polls"]
 
 
 class _Strict(BaseModel):
@@ -41,6 +46,16 @@ class SubmitRequest(_Strict):
     # Learned hints: runs of one family share their durations (default: the manifest's metadata.name).
     jobFamily: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63)
     cleanup: CleanupMode = "onFailure"
+    context: dict[str, Any] | None = None
+
+    @field_validator("context")
+    @classmethod
+    def _small_context(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            size = len(json.dumps(value, separators=(",", ":")).encode())
+            if size > MAX_CONTEXT_BYTES:
+                raise ValueError(f"{size} bytes of JSON, over the limit of {MAX_CONTEXT_BYTES}")
+        return value
 
     @model_validator(mode="after")
     def _one_source(self) -> SubmitRequest:
@@ -86,15 +101,19 @@ class LoopState(BaseModel):
     message: str = ""
     terminal: bool = False
     phaseSince: str
+    # The job's own times from its status, or the polls' when it says nothing (``timesFrom`` tells
+    # which, per time); ``noticedAt`` is the poll that saw the end (jobsync.run.poll).
     startedAt: str | None = None
     finishedAt: str | None = None
+    noticedAt: str | None = None
+    timesFrom: dict[Literal["startedAt", "finishedAt"], TimesFrom] = Field(default_factory=dict)
     stuckSince: str | None = None
     polls: int = Field(default=0, ge=0)
     waitSeconds: int = Field(default=0, ge=0)
     diagnostics: list[dict[str, Any]] = Field(default_factory=list)
     logTail: str | None = None
 
-    @field_validator("submittedAt", "deadline", "phaseSince", "startedAt", "finishedAt", "stuckSince")
+    @field_validator("submittedAt", "deadline", "phaseSince", "startedAt", "finishedAt", "noticedAt", "stuckSince")
     @classmethod
     def _rfc3339(cls, value: str | None) -> str | None:
         # Checked here so a bad timestamp is named, and refused before any request to the cluster.

@@ -33,20 +33,36 @@ def execution_label(execution_arn: str) -> str:
     return hashlib.sha256(execution_arn.encode()).hexdigest()[:32]
 
 
-def job_name(execution_arn: str) -> str:
-    """The job's name, derived from the execution so a retried submit finds the same job.
+def job_name(execution_arn: str, manifest_name: str | None) -> str:
+    """The job's name: the manifest's own name, then a hash of the execution, so a retried submit finds the same job.
 
-    A readable part from the execution's name, then a hash of the whole ARN
-    (execution names repeat across state machines). The result starts with a
-    letter (the training-operator asks for a DNS-1035 label) and is at most
-    MAX_JOB_NAME characters.
+    A pure function of the two: every place that derives the name (submit,
+    cleanup after an execution event, the harness) gets the same one. The
+    manifest's ``metadata.name`` (or its ``generateName``; without either, the
+    execution's name) is cut to DNS-1035 (lowercase letters, digits and ``-``,
+    starting with a letter: the training-operator asks for it) and to fit
+    MAX_JOB_NAME with the suffix: ``resnet50-imagenet`` becomes
+    ``resnet50-imagenet-4b6d92d0``. The hash is of the whole ARN (execution
+    names repeat across state machines).
     """
-    execution_name = execution_arn.rsplit(":", 1)[-1]
-    readable = re.sub(r"[^a-z0-9]+", "-", execution_name.lower()).strip("-")
+    base = manifest_name or execution_arn.rsplit(":", 1)[-1]
+    readable = re.sub(r"[^a-z0-9]+", "-", base.lower()).strip("-")
     if not readable[:1].isalpha():
         readable = "job-" + readable
     readable = readable[: MAX_JOB_NAME - _HASH_LEN - 1].rstrip("-")
     return f"{readable}-{hashlib.sha256(execution_arn.encode()).hexdigest()[:_HASH_LEN]}"
+
+
+def manifest_name(manifest: Any) -> str | None:
+    """The name the manifest asks for: ``metadata.name``, else ``generateName``; None when it gives neither."""
+    metadata = manifest.get("metadata") if isinstance(manifest, Mapping) else None
+    if not isinstance(metadata, Mapping):
+        return None
+    for key in ("name", "generateName"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip("-"):
+            return value
+    return None
 
 
 def load_template(text: str, parameters: Mapping[str, Parameter], source: str, settings: Settings) -> dict[str, Any]:
@@ -92,8 +108,8 @@ def prepare(manifest: Mapping[str, Any], execution_arn: str, namespace: str, set
 
     obj: dict[str, Any] = json.loads(json.dumps(manifest))  # a deep copy that is plain JSON
     meta = obj.setdefault("metadata", {})
+    meta["name"] = job_name(execution_arn, manifest_name(manifest))
     meta.pop("generateName", None)
-    meta["name"] = job_name(execution_arn)
     meta["namespace"] = namespace
     meta["labels"] = {**_str_map(meta.get("labels"), "labels"), **job_labels(execution_arn)}
     meta["annotations"] = {**_str_map(meta.get("annotations"), "annotations"), EXECUTION_ANNOTATION: execution_arn}

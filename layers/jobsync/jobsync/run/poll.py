@@ -11,6 +11,7 @@ from jobsync.errors import WatchExpired
 from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
+from jobsync.evaluation.times import JobTimes, job_times
 from jobsync.run import diagnostics, stuck
 from jobsync.run.inputs import LoopState
 from jobsync.run.loop import Cluster, allowed_spec, ensure_ours, epoch, with_next_wait
@@ -53,6 +54,7 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
     now = clock.now()
     since_submit = now - epoch(state.submittedAt)
     explained = Explanation(Evaluation(Phase.PENDING, ""))
+    times = JobTimes()
     if obj is None and since_submit < settings.not_found_grace_seconds:
         phase, reason, message = LoopPhase.PENDING, "NotVisibleYet", "the API does not show the job yet"
     elif obj is None:
@@ -64,6 +66,7 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
         explained = _explain(evaluate(obj), obj, spec, state, now, since_submit, cluster, settings)
         verdict = explained.verdict
         phase, reason, message = LoopPhase.of(verdict.phase), verdict.reason, verdict.message
+        times = job_times(obj, verdict)
 
     if not phase.terminal and now >= epoch(state.deadline):
         reason, message = "DeadlineExceeded", f"the job was still {phase} at its deadline {state.deadline}"
@@ -80,11 +83,27 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
     }
     if explained.stuck_checked:
         update["stuckSince"] = explained.stuck_since
-    if phase == LoopPhase.RUNNING and not state.startedAt:
-        update["startedAt"] = clock.isoformat(now)
-    if phase.terminal:
-        update["finishedAt"] = clock.isoformat(now)
+    update |= _times(state, phase, times, clock.isoformat(now))
     return with_next_wait(state.model_copy(update=update), now, settings, watched)
+
+
+def _times(state: LoopState, phase: LoopPhase, times: JobTimes, now: str) -> dict[str, Any]:
+    """startedAt, finishedAt (and noticedAt, at the end): the job's own, else the polls', and which.
+
+    The job's start, once its status gives one, is kept (a restart re-dates the
+    Running condition); a poll time stands in only while the status says nothing.
+    """
+    source = dict(state.timesFrom)
+    update: dict[str, Any] = {}
+    if times.started and (not state.startedAt or source.get("startedAt") != "job"):
+        update["startedAt"], source["startedAt"] = times.started, "job"
+    elif phase == LoopPhase.RUNNING and not state.startedAt:
+        update["startedAt"], source["startedAt"] = now, "polls"
+    if phase.terminal:
+        update["noticedAt"] = now
+        update["finishedAt"], source["finishedAt"] = (times.finished, "job") if times.finished else (now, "polls")
+    update["timesFrom"] = source
+    return update
 
 
 def _watch_for_change(
@@ -96,11 +115,12 @@ def _watch_for_change(
     diagnostics keep their pace; nothing is watched past the deadline.
     """
     started = clock.now()
-    before = evaluate(obj).phase
-    if before.terminal:
+    seen = evaluate(obj)
+    before = (seen.phase, seen.reason)
+    if seen.phase.terminal:
         return obj, 0.0
     hold = float(settings.watch_seconds)
-    if before in (Phase.PENDING, Phase.UNKNOWN):
+    if seen.phase in (Phase.PENDING, Phase.UNKNOWN):
         hold = min(hold, settings.wait_bounds.pending_max_seconds)
     hold = min(hold, epoch(state.deadline) - started)
     if hold < 1:
@@ -130,9 +150,10 @@ _NO_CHANGE: dict[str, Any] = {}  # a marker, compared by identity
 
 
 def _watch(
-    cluster: Cluster, spec: KindSpec, state: LoopState, version: str, before: Phase, hold: float
+    cluster: Cluster, spec: KindSpec, state: LoopState, version: str, before: tuple[Phase, str], hold: float
 ) -> dict[str, Any] | None:
-    """The job once its phase differs from ``before`` (None once deleted), or its last state when the watch ends.
+    """The job once its phase or reason differs from ``before`` (None once deleted), or its last state when
+    the watch ends. A new reason in the same phase (a restart: RUNNING, PyTorchJobRestarting) is news too.
 
     ``_NO_CHANGE`` when the watch saw no event at all (or had no time left).
     """
@@ -145,7 +166,8 @@ def _watch(
             if event_type == "DELETED":
                 return None
             current = changed
-            if evaluate(changed).phase != before:
+            now_seen = evaluate(changed)
+            if (now_seen.phase, now_seen.reason) != before:
                 break
     return current
 
