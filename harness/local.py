@@ -294,6 +294,8 @@ class LocalJobsync:
 
     def job_name(self, execution_arn: str, execution_input: dict[str, Any]) -> str:
         """The name submit will give the execution's job (``manifests.job_name``, from the manifest it makes)."""
+        if not isinstance(execution_input, dict):
+            return manifests.job_name(execution_arn, None)  # refused before Submit: no job, any name will do
         manifest = execution_input.get("job")
         template = execution_input.get("jobTemplate")
         if manifest is None and isinstance(template, str):

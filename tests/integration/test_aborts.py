@@ -22,6 +22,9 @@ from tests.support.lambdas import QUIET, invoke, load_event
 
 LONG = {"pending_s": 30, "run_s": 6 * 3600}
 
+# A template the local bucket does not hold: submit fails, as for a template removed after the run began.
+MISSING_TEMPLATE = "s3://jobsync-templates-123456789012/jobsync/templates/missing.yaml"
+
 
 def execution_arn(local: LocalJobsync, name: str) -> str:
     return local._state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
@@ -118,7 +121,10 @@ def test_a_timed_out_execution_whose_input_is_a_template_finds_its_job_by_label_
     with LocalJobsync("success", env=env) as local:
         # A real execution (cleanup checks with Step Functions); its submit fails, moto's S3 having no
         # template, and the job it would have made is put by hand, named as the template named it.
-        arn = local.start(load_event("submit-template.json") | {"cleanup": "always"}, name="from-template")
+        arn = local.start(
+            load_event("submit-template.json") | {"cleanup": "always", "jobTemplate": MISSING_TEMPLATE},
+            name="from-template",
+        )
         description = local.sfn.wait(arn)
         name = job_name(arn, "resnet50-imagenet")
         meta = {"name": name, "namespace": "ml-training", "labels": job_labels(arn)}

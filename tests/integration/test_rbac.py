@@ -22,6 +22,9 @@ from tests.support.lambdas import QUIET, invoke, load_event
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# A template the local bucket does not hold: submit fails, as for a template removed after the run began.
+MISSING_TEMPLATE = "s3://jobsync-templates-123456789012/jobsync/templates/missing.yaml"
+
 
 def granted() -> set[tuple[str, str, str]]:
     docs = list(yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()))
@@ -55,7 +58,10 @@ def test_the_role_grants_exactly_the_verbs_and_resources_the_lambdas_use():
         out = invoke("cleanup", status_change(description))
         assert out["deleted"] is True
         # A template's execution that failed: its job is looked for by its label (list).
-        arn = local.start(load_event("submit-template.json") | {"cleanup": "always"}, name="from-template")
+        arn = local.start(
+            load_event("submit-template.json") | {"cleanup": "always", "jobTemplate": MISSING_TEMPLATE},
+            name="from-template",
+        )
         out = invoke("cleanup", status_change(local.sfn.wait(arn)))
         assert out["deleted"] is False
 
