@@ -42,11 +42,28 @@ def clock_text(seconds: float) -> str:
     return f"+{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def print_run(result: RunResult, out: Any = sys.stdout) -> None:
+def print_run(result: RunResult, out: Any = sys.stdout, children: list[dict[str, Any]] | None = None) -> None:
     for poll in result.polls:
         wait = f"next wait {poll.wait_seconds}s" if poll.wait_seconds else "done"
         print(f"{clock_text(poll.at - result.started_at)}  {poll.phase:<10} {poll.reason:<28} {wait}", file=out)
-    print(json.dumps(result.summary()), file=out)
+    summary = result.summary()
+    if children is not None:  # RunJobs: each job's phase, from the run's output or its JobsFailed cause
+        summary["jobs"] = run_jobs_phases(result, children)
+    print(json.dumps(summary), file=out)
+
+
+def run_jobs_phases(result: RunResult, children: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each child execution's status and error, and the run's summary when it has one."""
+    report: dict[str, Any] = {
+        "children": [{"name": c["name"], "status": c["status"], "error": c.get("error")} for c in children]
+    }
+    source = result.output
+    if source is None and result.error == "JobsFailed" and result.cause:
+        source = json.loads(result.cause)
+    if isinstance(source, dict):
+        report["phases"] = [job.get("phase") for job in source.get("jobs", [])]
+        report["summary"] = source.get("summary")
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,12 +83,21 @@ def main(argv: list[str] | None = None) -> int:
     if kubeconfig:
         print(f"running against {kubeconfig} on the wall clock; the scenario is the cluster's", file=sys.stderr)
     env = {**QUIET, **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
-    with LocalJobsync(scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig) as local:
+    # A {"jobs": [...]} input runs RunJobs; each job names its scenario (the test-only jobsync.local/scenario
+    # annotation), and the status change events of its children reach the cleanup function, as in the stack.
+    several = isinstance(execution_input, dict) and "jobs" in execution_input
+    with LocalJobsync(
+        scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig, execution_events=several
+    ) as local:
         name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
         # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.
         with contextlib.redirect_stdout(io.StringIO()):
-            result = local.run(execution_input, name=name, timeout_s=None if kubeconfig else 600)
-    print_run(result)
+            if several:
+                result = local.run_jobs(execution_input, name=name, timeout_s=None if kubeconfig else 600)
+                children = [local.sfn.wait(arn, timeout_s=60) for arn in local.children(result.execution_arn)]
+            else:
+                result = local.run(execution_input, name=name, timeout_s=None if kubeconfig else 600)
+    print_run(result, children=children if several else None)
     return 0 if result.status == "SUCCEEDED" else 1
 
 

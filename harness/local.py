@@ -39,10 +39,12 @@ from jobsync.run.manifests import job_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
+RUN_JOBS_DEFINITION = ROOT / "statemachine" / "run_jobs.asl.json"
 PYTORCHJOB_CRD = Path(__file__).resolve().parent / "crds" / "kubeflow.org_pytorchjobs.yaml"
 FUNCTIONS = ("submit", "status", "cleanup", "await", "resume")
 NAMESPACE = "ml-training"
 STATE_MACHINE = "jobsync-run-job"
+RUN_JOBS_STATE_MACHINE = "jobsync-run-jobs"
 TABLE = "jobsync-table"
 EVENT_BUS = "jobsync-jobs"
 
@@ -130,6 +132,7 @@ class LocalJobsync:
         kubeconfig: str | None = None,
         max_step: float | None = 30.0,
         notifier: bool = True,
+        execution_events: bool = False,
     ) -> None:
         self.scenario = scenario
         self.timings = timings or {}
@@ -152,6 +155,10 @@ class LocalJobsync:
         # Callback mode: the notifier runs beside the local API unless a test starts it itself.
         self.notifier_enabled = self.env.get("JOBSYNC_COMPLETION_MODE") == "callback" and notifier
         self.notifier: Any = None
+        # template.yaml's ExecutionEnded rule: a RunJob execution that ends ABORTED, TIMED_OUT or FAILED
+        # sends its status change event to the cleanup function (off by default: most tests call cleanup themselves).
+        self.execution_events = execution_events
+        self._run_jobs_arn = ""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -193,7 +200,12 @@ class LocalJobsync:
         )
         # As template.yaml tells the cleanup function which state machine's executions are its own.
         self._set_env({"JOBSYNC_STATE_MACHINE_ARN": self._state_machine_arn})
+        self._run_jobs_arn = self.sfn.create_state_machine(
+            RUN_JOBS_DEFINITION.read_text(), RUN_JOBS_STATE_MACHINE, {"RunJobStateMachineArn": self._state_machine_arn}
+        )
         self._make_callback_resources()
+        if self.execution_events:
+            self._make_execution_ended_rule()
         runtime.reset()
         if self.notifier_enabled and self.api:
             self.start_notifier()
@@ -216,6 +228,21 @@ class LocalJobsync:
         target = {"Id": "resume", "Arn": self.sfn.function_arn("jobsync-resume")}
         events.put_targets(Rule="job-ended", EventBusName=EVENT_BUS, Targets=[target])
         self._set_env({"JOBSYNC_TABLE_NAME": TABLE})
+
+    def _make_execution_ended_rule(self) -> None:
+        """template.yaml's CleanupFunction ExecutionEnded rule, on the default bus."""
+        import boto3
+
+        assert self.sfn
+        pattern = {
+            "source": ["aws.states"],
+            "detail-type": ["Step Functions Execution Status Change"],
+            "detail": {"status": ["ABORTED", "TIMED_OUT", "FAILED"], "stateMachineArn": [self._state_machine_arn]},
+        }
+        events = boto3.client("events")
+        events.put_rule(Name="execution-ended", EventPattern=json.dumps(pattern))
+        target = {"Id": "cleanup", "Arn": self.sfn.function_arn("jobsync-cleanup")}
+        events.put_targets(Rule="execution-ended", Targets=[target])
 
     def start_notifier(self) -> None:
         """The notifier against the local API, publishing to the local bus (in this process, on its threads)."""
@@ -270,6 +297,36 @@ class LocalJobsync:
             arn = self._state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
             self.sim.plan(NAMESPACE, job_name(arn), self.scenario, **self.timings)
         return self.sfn.start(self._state_machine_arn, execution_input, name=name)
+
+    def start_jobs(self, execution_input: dict[str, Any], name: str | None = None) -> str:
+        """StartExecution of RunJobs. Its children are named by Step Functions, so the simulator cannot be
+        told their scenarios beforehand: each job names its own (the test-only jobsync.local/scenario annotation)."""
+        assert self.sfn
+        self.sfn.cooperative_waits = True  # many executions share the one virtual clock
+        return self.sfn.start(self._run_jobs_arn, execution_input, name=name or str(uuid.uuid4()))
+
+    def run_jobs(self, execution_input: dict[str, Any], name: str | None = None, timeout_s: float = 300) -> RunResult:
+        """Run RunJobs to its end, then let the status change events' cleanups finish; returns what happened."""
+        assert self.sfn
+        started = self.clock.now()
+        arn = self.start_jobs(execution_input, name=name)
+        description = self.sfn.wait(arn, timeout_s=timeout_s)
+        for child in self.children(arn):
+            self.sfn.wait(child, timeout_s=timeout_s)
+        self.sfn.settle()
+        result = self.result(arn, description, started)
+        result.polls = self.polls()
+        return result
+
+    def children(self, run_jobs_arn: str) -> list[str]:
+        """The RunJob executions a RunJobs execution started, in the order it started them."""
+        assert self.sfn
+        return [
+            event["taskSubmittedEventDetails"]["output"]
+            and json.loads(event["taskSubmittedEventDetails"]["output"])["ExecutionArn"]
+            for event in self.sfn.history(run_jobs_arn)
+            if event["type"] == "TaskSubmitted"
+        ]
 
     def run(self, execution_input: dict[str, Any], name: str | None = None, timeout_s: float = 120) -> RunResult:
         """Start an execution and wait for it to end; returns what happened."""
