@@ -42,7 +42,8 @@ def clock_text(seconds: float) -> str:
     return f"+{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def print_run(result: RunResult, out: Any = sys.stdout, children: list[dict[str, Any]] | None = None) -> None:
+def print_run(result: RunResult, out: Any = None, children: list[dict[str, Any]] | None = None) -> None:
+    out = out or sys.stdout
     for poll in result.polls:
         wait = f"next wait {poll.wait_seconds}s" if poll.wait_seconds else "done"
         print(f"{clock_text(poll.at - result.started_at)}  {poll.phase:<10} {poll.reason:<28} {wait}", file=out)

@@ -56,8 +56,10 @@ from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp 
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval import states as states_module
 from moto.stepfunctions.parser.asl.eval import variable_store as variable_store_module
+from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
 from moto.stepfunctions.parser.backend import execution as execution_module
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
@@ -364,12 +366,12 @@ def state_exceptions_are_kept(harness: LocalStepFunctions, patch: Patch) -> None
 
 
 def sfn_integration_uses_api_names(harness: LocalStepFunctions, patch: Patch) -> None:
-    """``states:startExecution`` takes ``StateMachineArn``/``Input``/``Name`` and returns ``ExecutionArn``, ``StartDate``.
+    """``states:startExecution`` takes ``StateMachineArn``/``Input``/``Name``, returns ``ExecutionArn``/``StartDate``.
 
     The service maps a task's Arguments onto the API by name and returns the API's
     members in that case (``.sync:2``: DescribeExecution's ``Status``, ``Output`` as
-    JSON, ``Error``, ``Cause``...), its timestamps as epoch milliseconds. LocalStack's interpreter, which moto's is ported
-    from, does both through the botocore model; moto 5.2.5 leaves them out, so
+    JSON, ``Error``, ``Cause``...), timestamps as epoch milliseconds. LocalStack's
+    interpreter, which moto's is ported from, does both through the botocore model; moto 5.2.5 leaves them out, so
     botocore rejects ``StateMachineArn`` and the task fails with States.Runtime.
     """
     model = botocore.session.get_session().get_service_model("stepfunctions")
@@ -458,11 +460,15 @@ def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch:
     def eval_integration_pattern(task: StateTaskServiceSfn, env: Any, *args: Any, **kwargs: Any) -> None:
         submitted = env.stack[-1] if env.stack else None
         child = submitted.get("ExecutionArn") if isinstance(submitted, dict) else None
+        if child:
+            harness._sync_children.add(child)
         try:
             original(task, env, *args, **kwargs)
         finally:
             if child and not env.is_running():
                 harness.stop_if_running(child, error="States.Aborted", cause="the parent's task was cancelled")
+            if child:
+                harness._observed(child)
 
     patch(StateTaskServiceSfn, "_eval_integration_pattern", eval_integration_pattern)
 
@@ -483,6 +489,23 @@ def execution_status_change_events(harness: LocalStepFunctions, patch: Patch) ->
             harness._emit_status_change(worker._evaluation_details.execution_details.arn)
 
     patch(ExecutionWorker, "_execution_logic", execution_logic)
+
+
+def a_stopped_execution_stays_aborted(harness: LocalStepFunctions, patch: Patch) -> None:
+    """An execution stopped while a state runs ends ABORTED, whatever that state then raises.
+
+    In moto a StopExecution during a task (a child stopped by its parent mid-Lambda) can
+    be overwritten by the error the interrupted state raises, and the execution ends
+    FAILED; in the service a stopped execution is ABORTED.
+    """
+    original = Environment.set_error
+
+    def set_error(env: Environment, error: Any) -> None:
+        if isinstance(env._program_state, ProgramStopped):
+            return
+        original(env, error)
+
+    patch(Environment, "set_error", set_error)
 
 
 def jsonata_parse_function(harness: LocalStepFunctions, patch: Patch) -> None:
@@ -517,6 +540,7 @@ HOOKS: tuple[Hook, ...] = (
     start_execution_without_a_name_gets_a_uuid,
     sync_wait_checks_promptly,
     sync_task_stops_its_child_when_cancelled,
+    a_stopped_execution_stays_aborted,
     jsonata_parse_function,
 )
 

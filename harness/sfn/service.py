@@ -118,6 +118,9 @@ class LocalStepFunctions(InProcessLambdas):
         self._sleepers: dict[int, float] = {}
         self._sleepers_changed = threading.Condition()
         self._last_sleeper_change = 0.0
+        # Children of .sync tasks, and those that ended before their parent's task saw it: time waits for it to.
+        self._sync_children: set[str] = set()
+        self._unobserved: set[str] = set()
         # Every "Step Functions Execution Status Change" event sent to the default bus, in order.
         self.status_changes: list[dict[str, Any]] = []
 
@@ -337,6 +340,7 @@ class LocalStepFunctions(InProcessLambdas):
                 with cv:
                     soonest = min(self._sleepers.values())
                     settled = time.monotonic() - self._last_sleeper_change >= self.wait_settle_seconds
+                    settled = settled and not self._unobserved
                     if target > soonest or not settled:
                         cv.wait(self.wait_settle_seconds)
                         continue
@@ -359,12 +363,23 @@ class LocalStepFunctions(InProcessLambdas):
         with self._sleepers_changed:
             self._last_sleeper_change = time.monotonic()
 
+    def _observed(self, child_arn: str) -> None:
+        """A .sync task has seen its child end: its parent moves on, and time may settle again from now."""
+        with self._sleepers_changed:
+            self._unobserved.discard(child_arn)
+            self._sync_children.discard(child_arn)
+            self._last_sleeper_change = time.monotonic()
+            self._sleepers_changed.notify_all()
+
     def _emit_status_change(self, exec_arn: str) -> None:
         """Send the execution's status change event to the default bus, as the service does when it ends."""
-        self.activity()
+        with self._sleepers_changed:
+            if exec_arn in self._sync_children:
+                self._unobserved.add(exec_arn)
+            self._last_sleeper_change = time.monotonic()
         try:
             description = self._sfn.describe_execution(executionArn=exec_arn)
-        except Exception as exc:  # noqa: BLE001 - a harness bug: keep it for wait() to report
+        except Exception as exc:  # a harness bug: keep it for wait() to report
             self.internal_errors.append(exc)
             return
         event = status_change_event(description)

@@ -21,6 +21,8 @@ from tests.support.kube import PYTORCHJOBS
 from tests.support.lambdas import EVENTS, invoke, load_event
 
 TESTED_ELSEWHERE = {"run-job-input.json"}  # the execution input: tests/integration/test_run_job.py
+# RunJobs' inputs: tests/integration/test_run_jobs.py
+TESTED_ELSEWHERE |= {"run-jobs-input.json", "run-jobs-failfast-input.json"}
 
 
 @pytest.fixture
