@@ -98,17 +98,34 @@ def summary(result: RunResult) -> dict[str, Any]:
     return out
 
 
-def print_run(result: RunResult, out: Any = None) -> None:
+def print_run(result: RunResult, out: Any = None, children: list[dict[str, Any]] | None = None) -> None:
     out = out or sys.stdout
     for line in poll_lines(result):
         print(line, file=out)
-    print(json.dumps(summary(result)), file=out)
+    line = summary(result)
+    if children is not None:  # RunJobs: each job's phase, from the run's output or its JobsFailed cause
+        line["jobs"] = run_jobs_phases(result, children)
+    print(json.dumps(line), file=out)
 
 
 def quiet_interpreter() -> None:
     """moto's ASL interpreter logs every Fail state (FailureEventException ... StateType.Fail) as an ERROR on
     stderr: a failing job is the demo's story, not an interpreter fault. Its result line says it all."""
     logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL + 1)
+
+
+def run_jobs_phases(result: RunResult, children: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each child execution's status and error, and the run's summary when it has one."""
+    report: dict[str, Any] = {
+        "children": [{"name": c["name"], "status": c["status"], "error": c.get("error")} for c in children]
+    }
+    source = result.output
+    if source is None and result.error == "JobsFailed" and result.cause:
+        source = json.loads(result.cause) if isinstance(result.cause, str) else result.cause
+    if isinstance(source, dict):
+        report["phases"] = [job.get("phase") for job in source.get("jobs", [])]
+        report["summary"] = source.get("summary")
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,12 +154,21 @@ def main(argv: list[str] | None = None) -> int:
     # Quiet unless the caller asks for more (POWERTOOLS_LOG_LEVEL=DEBUG make demo).
     quiet = {name: value for name, value in QUIET.items() if name not in os.environ}
     env = {**quiet, **MODES[args.mode], **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
-    with LocalJobsync(scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig) as local:
+    # A {"jobs": [...]} input runs RunJobs; each job names its scenario (the test-only jobsync.local/scenario
+    # annotation), and the status change events of its children reach the cleanup function, as in the stack.
+    several = isinstance(execution_input, dict) and "jobs" in execution_input
+    with LocalJobsync(
+        scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig, execution_events=several
+    ) as local:
         name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
         # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.
         with contextlib.redirect_stdout(io.StringIO()):
-            result = local.run(execution_input, name=name, timeout_s=None if kubeconfig else 600)
-    print_run(result)
+            if several:
+                result = local.run_jobs(execution_input, name=name, timeout_s=None if kubeconfig else 600)
+                children = [local.sfn.wait(arn, timeout_s=60) for arn in local.children(result.execution_arn)]
+            else:
+                result = local.run(execution_input, name=name, timeout_s=None if kubeconfig else 600)
+    print_run(result, children=children if several else None)
     return 0 if result.status == "SUCCEEDED" else 1
 
 

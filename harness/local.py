@@ -40,10 +40,12 @@ from jobsync.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
+RUN_JOBS_DEFINITION = ROOT / "statemachine" / "run_jobs.asl.json"
 PYTORCHJOB_CRD = Path(__file__).resolve().parent / "crds" / "kubeflow.org_pytorchjobs.yaml"
 FUNCTIONS = ("submit", "status", "cleanup", "await", "resume")
 NAMESPACE = "ml-training"
 STATE_MACHINE = "jobsync-run-job"
+RUN_JOBS_STATE_MACHINE = "jobsync-run-jobs"
 TABLE = "jobsync-table"
 # The template bucket of events/submit-template.json, served from events/templates/.
 TEMPLATE_BUCKET = "jobsync-templates-123456789012"
@@ -136,6 +138,7 @@ class LocalJobsync:
         kubeconfig: str | None = None,
         max_step: float | None = 30.0,
         notifier: bool = True,
+        execution_events: bool = False,
     ) -> None:
         self.scenario = scenario
         self.timings = timings or {}
@@ -158,6 +161,10 @@ class LocalJobsync:
         # Callback mode: the notifier runs beside the local API unless a test starts it itself.
         self.notifier_enabled = self.env.get("JOBSYNC_COMPLETION_MODE") == "callback" and notifier
         self.notifier: Any = None
+        # template.yaml's ExecutionEnded rule: a RunJob execution that ends ABORTED, TIMED_OUT or FAILED
+        # sends its status change event to the cleanup function (off by default: most tests call cleanup themselves).
+        self.execution_events = execution_events
+        self._run_jobs_arn = ""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -199,8 +206,13 @@ class LocalJobsync:
         )
         # As template.yaml tells the cleanup function which state machine's executions are its own.
         self._set_env({"JOBSYNC_STATE_MACHINE_ARN": self._state_machine_arn})
+        self._run_jobs_arn = self.sfn.create_state_machine(
+            RUN_JOBS_DEFINITION.read_text(), RUN_JOBS_STATE_MACHINE, {"RunJobStateMachineArn": self._state_machine_arn}
+        )
         self._make_callback_resources()
         self._serve_templates()
+        if self.execution_events:
+            self._make_execution_ended_rule()
         runtime.reset()
         if self.notifier_enabled and self.api:
             self.start_notifier()
@@ -237,6 +249,21 @@ class LocalJobsync:
         for path in sorted(TEMPLATES.glob("*.yaml")):
             s3.put_object(Bucket=bucket, Key=prefix + path.name, Body=path.read_bytes())
         self._set_env({"JOBSYNC_TEMPLATE_BUCKET": bucket, "JOBSYNC_TEMPLATE_PREFIX": prefix})
+
+    def _make_execution_ended_rule(self) -> None:
+        """template.yaml's CleanupFunction ExecutionEnded rule, on the default bus."""
+        import boto3
+
+        assert self.sfn
+        pattern = {
+            "source": ["aws.states"],
+            "detail-type": ["Step Functions Execution Status Change"],
+            "detail": {"status": ["ABORTED", "TIMED_OUT", "FAILED"], "stateMachineArn": [self._state_machine_arn]},
+        }
+        events = boto3.client("events")
+        events.put_rule(Name="execution-ended", EventPattern=json.dumps(pattern))
+        target = {"Id": "cleanup", "Arn": self.sfn.function_arn("jobsync-cleanup")}
+        events.put_targets(Rule="execution-ended", Targets=[target])
 
     def start_notifier(self) -> None:
         """The notifier against the local API, publishing to the local bus (in this process, on its threads)."""
@@ -305,6 +332,36 @@ class LocalJobsync:
             except Exception:
                 manifest = None
         return manifests.job_name(execution_arn, manifests.manifest_name(manifest))
+
+    def start_jobs(self, execution_input: dict[str, Any], name: str | None = None) -> str:
+        """StartExecution of RunJobs. Its children are named by Step Functions, so the simulator cannot be
+        told their scenarios beforehand: each job names its own (the test-only jobsync.local/scenario annotation)."""
+        assert self.sfn
+        self.sfn.cooperative_waits = True  # many executions share the one virtual clock
+        return self.sfn.start(self._run_jobs_arn, execution_input, name=name or str(uuid.uuid4()))
+
+    def run_jobs(self, execution_input: dict[str, Any], name: str | None = None, timeout_s: float = 300) -> RunResult:
+        """Run RunJobs to its end, then let the status change events' cleanups finish; returns what happened."""
+        assert self.sfn
+        started = self.clock.now()
+        arn = self.start_jobs(execution_input, name=name)
+        description = self.sfn.wait(arn, timeout_s=timeout_s)
+        for child in self.children(arn):
+            self.sfn.wait(child, timeout_s=timeout_s)
+        self.sfn.settle()
+        result = self.result(arn, description, started)
+        result.polls = self.polls()
+        return result
+
+    def children(self, run_jobs_arn: str) -> list[str]:
+        """The RunJob executions a RunJobs execution started, in the order it started them."""
+        assert self.sfn
+        return [
+            event["taskSubmittedEventDetails"]["output"]
+            and json.loads(event["taskSubmittedEventDetails"]["output"])["ExecutionArn"]
+            for event in self.sfn.history(run_jobs_arn)
+            if event["type"] == "TaskSubmitted"
+        ]
 
     def run(self, execution_input: dict[str, Any], name: str | None = None, timeout_s: float = 120) -> RunResult:
         """Start an execution and wait for it to end; returns what happened."""

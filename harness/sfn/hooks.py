@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 import types
+import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, datetime, timezone
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
+import botocore.session
 import jsonata
 import jsonata.timebox
 from botocore.exceptions import ClientError
@@ -40,15 +43,23 @@ from moto.stepfunctions.parser.asl.component.common.string.string_expression imp
 from moto.stepfunctions.parser.asl.component.program.program import Program
 from moto.stepfunctions.parser.asl.component.state import state as state_module
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service_callback as callback_module,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
     StateTaskServiceCallback,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
+    StateTaskServiceSfn,
 )
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import Timestamp
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval import states as states_module
 from moto.stepfunctions.parser.asl.eval import variable_store as variable_store_module
+from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
 from moto.stepfunctions.parser.backend import execution as execution_module
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
@@ -126,6 +137,7 @@ def lambda_runs_in_process(harness: LocalStepFunctions, patch: Patch) -> None:
         if handler is None:
             return original(function, body, request_headers, response_headers)
         try:
+            harness.activity()
             return harness._invoke(function, handler, body, response_headers)
         except JsonRESTError:
             raise  # an injected service error: Step Functions sees Lambda.<Code>
@@ -350,6 +362,161 @@ def state_exceptions_are_kept(harness: LocalStepFunctions, patch: Patch) -> None
     patch(eval_component.EvalComponent, "_log_exception", log_exception)
 
 
+# --------------------------------------------------------------------- nested executions (states:startExecution)
+
+
+def sfn_integration_uses_api_names(harness: LocalStepFunctions, patch: Patch) -> None:
+    """``states:startExecution`` takes ``StateMachineArn``/``Input``/``Name``, returns ``ExecutionArn``/``StartDate``.
+
+    The service maps a task's Arguments onto the API by name and returns the API's
+    members in that case (``.sync:2``: DescribeExecution's ``Status``, ``Output`` as
+    JSON, ``Error``, ``Cause``...), timestamps as epoch milliseconds. LocalStack's
+    interpreter, which moto's is ported from, does both through the botocore model; moto 5.2.5 leaves them out, so
+    botocore rejects ``StateMachineArn`` and the task fails with States.Runtime.
+    """
+    model = botocore.session.get_session().get_service_model("stepfunctions")
+    original = StateTaskServiceSfn._normalise_parameters
+
+    def operation(task: StateTaskServiceSfn, service_action_name: str | None) -> Any:
+        action = service_action_name or task.resource.api_action
+        return model.operation_model("".join(part[:1].upper() + part[1:] for part in action.split("_")))
+
+    def normalise_parameters(
+        task: StateTaskServiceSfn,
+        parameters: dict,
+        boto_service_name: str | None = None,
+        service_action_name: str | None = None,
+    ) -> None:
+        original(task, parameters, boto_service_name, service_action_name)  # Input as JSON text
+        members = {name.lower(): name for name in operation(task, service_action_name).input_shape.members}
+        for key in list(parameters):
+            member = members.get(key.lower())
+            if member is not None and member != key:
+                parameters[member] = parameters.pop(key)
+
+    def normalise_response(
+        task: StateTaskServiceSfn,
+        response: Any,
+        boto_service_name: str | None = None,
+        service_action_name: str | None = None,
+    ) -> None:
+        task._from_boto_response(response, operation(task, service_action_name).output_shape)
+        _dates_as_epoch_millis(response)
+
+    patch(StateTaskServiceSfn, "_normalise_parameters", normalise_parameters)
+    patch(StateTaskServiceSfn, "_normalise_response", normalise_response)
+
+
+def start_execution_without_a_name_gets_a_uuid(harness: LocalStepFunctions, patch: Patch) -> None:
+    """StartExecution with no ``name`` names the execution with a UUID, as the service does.
+
+    moto formats ``None`` into the ARN, so a second unnamed start (every item of a
+    Map of ``startExecution`` tasks) fails with ExecutionAlreadyExists.
+    """
+    original = parser_models.StepFunctionsParserBackend.start_execution
+
+    def start_execution(backend: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
+        harness.activity()
+        return original(backend, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    patch(parser_models.StepFunctionsParserBackend, "start_execution", start_execution)
+
+
+def sync_wait_checks_promptly(harness: LocalStepFunctions, patch: Patch) -> None:
+    """A ``.sync`` task waits for its child only: no task token, no time of its own.
+
+    moto also waits, beside the child, for a task token no one has (the service
+    gives a ``.sync`` task none), and that wait moves the virtual clock on
+    (``task_token_wait_on_virtual_clock``): the parent would race time ahead of its
+    children. Here the child's own states move time. Speed: moto sleeps 0.5 s of wall
+    time between DescribeExecution calls, here ``sync_poll_seconds``.
+    """
+    patch(callback_module, "time", types.SimpleNamespace(sleep=lambda s: time.sleep(min(s, harness.sync_poll_seconds))))
+    original = StateTaskServiceSfn._eval_sync
+
+    def eval_sync(
+        task: StateTaskServiceSfn,
+        env: Any,
+        sync_resolver: Any,
+        timeout_seconds: int | None,
+        callback_endpoint: Any,
+        heartbeat_endpoint: Any,
+    ) -> Any:
+        return original(task, env, sync_resolver, timeout_seconds, None, heartbeat_endpoint)
+
+    patch(StateTaskServiceSfn, "_eval_sync", eval_sync)
+
+
+def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch: Patch) -> None:
+    """A ``startExecution.sync`` task that is cancelled stops the child execution it waits for.
+
+    When the parent execution is stopped, fails or times out, or a Map's iteration is
+    cancelled because another failed, Step Functions stops the nested execution (the
+    reason its .sync policy grants states:StopExecution). moto stops waiting and
+    leaves the child running.
+    """
+    original = StateTaskServiceSfn._eval_integration_pattern
+
+    def eval_integration_pattern(task: StateTaskServiceSfn, env: Any, *args: Any, **kwargs: Any) -> None:
+        submitted = env.stack[-1] if env.stack else None
+        child = submitted.get("ExecutionArn") if isinstance(submitted, dict) else None
+        if child:
+            harness._sync_children.add(child)
+        try:
+            original(task, env, *args, **kwargs)
+        finally:
+            if child and not env.is_running():
+                harness.stop_if_running(child, error="States.Aborted", cause="the parent's task was cancelled")
+            if child:
+                harness._observed(child)
+
+    patch(StateTaskServiceSfn, "_eval_integration_pattern", eval_integration_pattern)
+
+
+def execution_status_change_events(harness: LocalStepFunctions, patch: Patch) -> None:
+    """An execution that ends sends "Step Functions Execution Status Change" to the default event bus.
+
+    The service emits it for every execution (SUCCEEDED, FAILED, TIMED_OUT, ABORTED);
+    moto emits nothing. Rules on the default bus then match it as in the service
+    (a Lambda target is invoked by ``eventbridge_invokes_lambda_targets``).
+    """
+    original = ExecutionWorker._execution_logic
+
+    def execution_logic(worker: ExecutionWorker) -> None:
+        try:
+            original(worker)
+        finally:
+            harness._emit_status_change(worker._evaluation_details.execution_details.arn)
+
+    patch(ExecutionWorker, "_execution_logic", execution_logic)
+
+
+def a_stopped_execution_stays_aborted(harness: LocalStepFunctions, patch: Patch) -> None:
+    """An execution stopped while a state runs ends ABORTED, whatever that state then raises.
+
+    In moto a StopExecution during a task (a child stopped by its parent mid-Lambda) can
+    be overwritten by the error the interrupted state raises, and the execution ends
+    FAILED; in the service a stopped execution is ABORTED.
+    """
+    original = Environment.set_error
+
+    def set_error(env: Environment, error: Any) -> None:
+        if isinstance(env._program_state, ProgramStopped):
+            return
+        original(env, error)
+
+    patch(Environment, "set_error", set_error)
+
+
+def jsonata_parse_function(harness: LocalStepFunctions, patch: Patch) -> None:
+    """``$parse(text)``: the JSON-parsing function Step Functions adds to JSONata.
+
+    jsonata-python has no ``$parse``; the service parses JSON text with it (text that
+    is not JSON fails the state with States.QueryEvaluationError).
+    """
+    patch(moto_jsonata, "_eval_jsonata", _evaluate_jsonata_with_parse)
+
+
 HOOKS: tuple[Hook, ...] = (
     evaluate_jsonata,
     encode_variables_as_json,
@@ -364,10 +531,17 @@ HOOKS: tuple[Hook, ...] = (
     dates_on_virtual_clock,
     history_timestamps_on_virtual_clock,
     execution_timeout_on_virtual_clock,
+    execution_status_change_events,  # before the next: wait() returns once the event is sent
     execution_thread_crashes_are_kept,
     state_exceptions_are_kept,
     task_token_wait_on_virtual_clock,
     eventbridge_invokes_lambda_targets,
+    sfn_integration_uses_api_names,
+    start_execution_without_a_name_gets_a_uuid,
+    sync_wait_checks_promptly,
+    sync_task_stops_its_child_when_cancelled,
+    a_stopped_execution_stays_aborted,
+    jsonata_parse_function,
 )
 
 
@@ -387,6 +561,25 @@ def install(harness: LocalStepFunctions, stack: ExitStack, hooks: tuple[Hook, ..
 def _evaluate_jsonata(expression: str) -> Any:
     try:
         return jsonata.Jsonata(expression).evaluate(None)
+    except Exception as exc:
+        raise moto_jsonata.JSONataException(getattr(exc, "error", type(exc).__name__), str(exc)) from exc
+
+
+def _dates_as_epoch_millis(value: Any) -> None:
+    """Timestamps in a service integration's result, as the service writes them: epoch milliseconds."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in list(items):
+        if isinstance(item, datetime):
+            value[key] = int(item.timestamp() * 1000)
+        else:
+            _dates_as_epoch_millis(item)
+
+
+def _evaluate_jsonata_with_parse(expression: str) -> Any:
+    try:
+        compiled = jsonata.Jsonata(expression)
+        compiled.register_lambda("parse", lambda text: json.loads(text))
+        return compiled.evaluate(None)
     except Exception as exc:
         raise moto_jsonata.JSONataException(getattr(exc, "error", type(exc).__name__), str(exc)) from exc
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 import traceback
 import uuid
 import zipfile
@@ -45,6 +46,37 @@ class WaitRecord:
     waited: float = 0.0
 
 
+def status_change_event(description: dict[str, Any]) -> dict[str, Any]:
+    """The "Step Functions Execution Status Change" event for a DescribeExecution response."""
+    arn = description["executionArn"]
+
+    def millis(date: Any) -> int | None:
+        return int(date.timestamp() * 1000) if date else None
+
+    return {
+        "version": "0",
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "account": arn.split(":")[4],
+        "region": arn.split(":")[3],
+        "resources": [arn],
+        "detail": {
+            "executionArn": arn,
+            "stateMachineArn": description["stateMachineArn"],
+            "name": description["name"],
+            "status": description["status"],
+            "startDate": millis(description.get("startDate")),
+            "stopDate": millis(description.get("stopDate")),
+            "input": description.get("input"),
+            "output": description.get("output"),
+            "inputDetails": {"included": True},
+            "outputDetails": {"included": True} if description.get("output") else None,
+            "error": description.get("error"),
+            "cause": description.get("cause"),
+        },
+    }
+
+
 class LocalStepFunctions(InProcessLambdas):
     """moto's ASL interpreter with in-process Lambda handlers and virtual time (a context manager)."""
 
@@ -77,6 +109,20 @@ class LocalStepFunctions(InProcessLambdas):
         # Callback tasks: wall seconds to wait for SendTaskSuccess before the virtual clock moves on, and by how much.
         self.callback_slice_seconds = 0.02
         self.callback_step_seconds = 30.0
+        # .sync tasks: wall seconds between looks at the child execution.
+        self.sync_poll_seconds = 0.002
+        # Concurrent executions: a Wait moves time only once every other Wait that ends sooner has
+        # moved it, and no Wait began or ended for ``wait_settle_seconds`` of wall time (see _wait_state).
+        self.cooperative_waits = False
+        self.wait_settle_seconds = 0.05
+        self._sleepers: dict[int, float] = {}
+        self._sleepers_changed = threading.Condition()
+        self._last_sleeper_change = 0.0
+        # Children of .sync tasks, and those that ended before their parent's task saw it: time waits for it to.
+        self._sync_children: set[str] = set()
+        self._unobserved: set[str] = set()
+        # Every "Step Functions Execution Status Change" event sent to the default bus, in order.
+        self.status_changes: list[dict[str, Any]] = []
 
         self._function_arns: dict[str, str] = {}
         self._injections: dict[str, list[Injection]] = {}
@@ -210,6 +256,26 @@ class LocalStepFunctions(InProcessLambdas):
         backend = parser_models.stepfunctions_parser_backends[DEFAULT_ACCOUNT_ID][self.region]
         backend.describe_execution(exec_arn).stop(stop_date=self.clock.utcnow(), error=error, cause=cause)
 
+    def stop_if_running(self, exec_arn: str, error: str | None = None, cause: str | None = None) -> bool:
+        """StopExecution unless the execution has already ended; returns whether it stopped it."""
+        backend = parser_models.stepfunctions_parser_backends[DEFAULT_ACCOUNT_ID][self.region]
+        execution = backend.describe_execution(exec_arn)
+        if execution.exec_status != "RUNNING":
+            return False
+        execution.stop(stop_date=self.clock.utcnow(), error=error, cause=cause)
+        return True
+
+    def settle(self, timeout_s: float = 30.0) -> None:
+        """Wait (wall clock) for the asynchronous invocations in flight: EventBridge's deliveries to Lambda."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pending = [thread for thread in list(self.async_invocations) if thread.is_alive()]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise HarnessError(f"{len(pending)} asynchronous invocations still running after {timeout_s}s")
+            pending[0].join(max(0.0, deadline - time.monotonic()))
+
     @property
     def waits(self) -> list[float]:
         """Seconds each Wait state entry asked for, in order."""
@@ -246,11 +312,88 @@ class LocalStepFunctions(InProcessLambdas):
         context = env.states.context_object.context_object_data
         record = WaitRecord(context["Execution"]["Id"], context["State"]["Name"], seconds, self.clock.now())
         self.wait_records.append(record)
-        record.waited = self._advance(seconds, env)
+        if not self.cooperative_waits:
+            record.waited = self._advance(seconds, env)
+            return
+        record.waited = self._cooperative_wait(env, seconds)
+
+    def _cooperative_wait(self, env: Any, seconds: float) -> float:
+        """A Wait among concurrent executions: time moves to the soonest Wait's end once all are waiting.
+
+        One clock serves every execution. Moving it at once, as a lone execution's Wait
+        does, would let one execution's Wait pass hours that another, still busy in a
+        Lambda task, has not lived. Here each Wait records when it ends; the soonest moves
+        the clock there, once no Wait has begun or ended for ``wait_settle_seconds`` of
+        wall time (the others are waiting too, or in a .sync or callback wait); those due
+        by then end with it.
+        """
+        start = self.clock.now()
+        target = start + max(0.0, seconds)
+        key = id(env)
+        cv = self._sleepers_changed
+        with cv:
+            self._sleepers[key] = target
+            self._last_sleeper_change = time.monotonic()
+            cv.notify_all()
+        try:
+            while env.is_running() and self.clock.now() < target:
+                with cv:
+                    soonest = min(self._sleepers.values())
+                    settled = time.monotonic() - self._last_sleeper_change >= self.wait_settle_seconds
+                    settled = settled and not self._unobserved
+                    if target > soonest or not settled:
+                        cv.wait(self.wait_settle_seconds)
+                        continue
+                self._advance(target - self.clock.now(), env)
+                with cv:
+                    cv.notify_all()
+        finally:
+            with cv:
+                self._sleepers.pop(key, None)
+                self._last_sleeper_change = time.monotonic()
+                cv.notify_all()
+        return self.clock.now() - start
 
     def _retry_sleep(self, seconds: float) -> None:
         self.retry_sleeps.append(seconds)
         self._advance(seconds)
+
+    def activity(self) -> None:
+        """Something happened (an execution started or ended, a Lambda ran): a cooperative Wait settles anew."""
+        with self._sleepers_changed:
+            self._last_sleeper_change = time.monotonic()
+
+    def _observed(self, child_arn: str) -> None:
+        """A .sync task has seen its child end: its parent moves on, and time may settle again from now."""
+        with self._sleepers_changed:
+            self._unobserved.discard(child_arn)
+            self._sync_children.discard(child_arn)
+            self._last_sleeper_change = time.monotonic()
+            self._sleepers_changed.notify_all()
+
+    def _emit_status_change(self, exec_arn: str) -> None:
+        """Send the execution's status change event to the default bus, as the service does when it ends."""
+        with self._sleepers_changed:
+            if exec_arn in self._sync_children:
+                self._unobserved.add(exec_arn)
+            self._last_sleeper_change = time.monotonic()
+        try:
+            description = self._sfn.describe_execution(executionArn=exec_arn)
+        except Exception as exc:  # a harness bug: keep it for wait() to report
+            self.internal_errors.append(exc)
+            return
+        event = status_change_event(description)
+        self.status_changes.append(event)
+        boto3.client("events", region_name=self.region).put_events(
+            Entries=[
+                {
+                    "Source": event["source"],
+                    "DetailType": event["detail-type"],
+                    "Resources": event["resources"],
+                    "Detail": json.dumps(event["detail"]),
+                }
+            ]
+        )
 
     def _done_event(self, exec_arn: str) -> threading.Event:
         with self._lock:

@@ -20,8 +20,9 @@ from jobsync.run.manifests import job_labels, job_name
 from tests.support.kube import PYTORCHJOBS
 from tests.support.lambdas import EVENTS, invoke, load_event
 
-# Execution inputs: tests/integration/test_run_job.py and test_demo.py run them through the state machine.
+# Execution inputs: test_run_job.py, test_demo.py and test_run_jobs.py run them through the state machines.
 TESTED_ELSEWHERE = {"run-job-input.json", "run-job-template-input.json"}
+TESTED_ELSEWHERE |= {"run-jobs-input.json", "run-jobs-failfast-input.json"}
 
 
 @pytest.fixture
