@@ -59,6 +59,8 @@ SERVICE_CIDR = "10.0.0.0/24"
 POD_CIDR = "10.244.0.0/16"
 #: The one resource the API server keeps no watch cache for (see compact_etcd).
 UNCACHED_RESOURCE = "podtemplates"
+#: The controllers the training-operator starts, one per kind (their names in its "Starting workers" lines).
+OPERATOR_CONTROLLERS = ("pytorchjob", "tfjob", "mpijob", "xgboostjob", "paddlejob", "jaxjob")
 
 #: The binaries build.sh writes, and the module (in e2e/cluster/<folder>/go.mod) each one is pinned by.
 COMPONENTS: dict[str, tuple[str, str]] = {
@@ -687,7 +689,7 @@ class ControlPlane:
                 f"--certs={webhook_dir}",
                 "--",
                 self._bin("training-operator"),
-                "--enable-scheme=pytorchjob",
+                # No --enable-scheme: every kind (TFJob, PyTorchJob, XGBoostJob, MPIJob, PaddleJob, JAXJob).
                 "--metrics-bind-address=127.0.0.1:8080",
                 "--health-probe-bind-address=127.0.0.1:8081",
                 "--webhook-server-port=9443",
@@ -704,9 +706,10 @@ class ControlPlane:
                 certs_written = self._mount_webhook_secret(webhook_dir / "serving-certs")
                 return False
             text = log.read_bytes()[offset:].decode(errors="replace")
-            return any("Starting workers" in line and "pytorchjob" in line for line in text.splitlines())
+            started = [line for line in text.splitlines() if "Starting workers" in line]
+            return all(any(kind in line for line in started) for kind in OPERATOR_CONTROLLERS)
 
-        self._wait("training-operator pytorchjob-controller", working, proc="training-operator")
+        self._wait("training-operator controllers", working, proc="training-operator")
 
     def _ensure_webhook_secret(self) -> None:
         path = f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/secrets"
