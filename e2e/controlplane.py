@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import concurrent.futures
 import contextlib
+import functools
 import json
 import os
 import re
@@ -142,6 +144,10 @@ DEFAULT_NODES: tuple[FakeNode, ...] = (
 )
 
 
+#: The thread every component is forked from; it lives as long as this process (see _Process.start).
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="e2e-spawner")
+
+
 @dataclass
 class _Process:
     name: str
@@ -155,7 +161,11 @@ class _Process:
             out.write(f"\n==== {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())
             out.flush()
             # A session of its own, so that stop() can end the whole group (unshare, its children) at once.
-            self.popen = subprocess.Popen(
+            # Forked from the one long-lived spawner thread: the parent-death signal fires when the *thread*
+            # that forked the child ends, so a component (re)started from a short-lived thread (a test's
+            # background helper) would be killed with that thread.
+            popen = functools.partial(
+                subprocess.Popen,
                 self.argv,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
@@ -165,6 +175,7 @@ class _Process:
                 start_new_session=True,
                 preexec_fn=die_with_parent,
             )
+            self.popen = _SPAWNER.submit(popen).result()
 
     def running(self) -> bool:
         return self.popen is not None and self.popen.poll() is None

@@ -234,3 +234,6 @@ def condition_types(job: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def read(path: Path) -> str:
     return path.read_text()
+
+
+CRD_NAME = "pytorchjobs.kubeflow.org"
