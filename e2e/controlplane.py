@@ -426,7 +426,7 @@ class ControlPlane:
 
     def versions_line(self) -> str:
         v = self.versions()
-        return ", ".join(f"{name} {v[name]}" for name in ("kube-apiserver", "etcd", "kwok", "training-operator"))
+        return ", ".join(f"{name} {version}" for name, version in v.items())
 
     def log_tails(self, lines: int = 40) -> str:
         """The last ``lines`` lines of every component's log, for a failure report."""

@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     if kubeconfig:
         print(f"running against {kubeconfig} on the wall clock; the scenario is the cluster's", file=sys.stderr)
     env = {**QUIET, **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
+    if kubeconfig:
+        # A real cluster's deployment: its namespace, allowed kinds and bounds come from the environment
+        # (JOBSYNC_NAMESPACE, JOBSYNC_ALLOWED_KINDS, ...), not the simulator's defaults.
+        env.update({key: value for key, value in os.environ.items() if key.startswith("JOBSYNC_")})
     with LocalJobsync(scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig) as local:
         name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
         # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.

@@ -116,13 +116,17 @@ def pytorch_input(
 
 
 def apply_role(
-    cp: ControlPlane, kinds: str = "PyTorchJob", watch: bool = False, without: tuple[str, str] | None = None
+    cp: ControlPlane,
+    kinds: str = "PyTorchJob",
+    watch: bool = False,
+    without: tuple[str, str] | None = None,
+    namespace: str = JOB_NAMESPACE,
 ) -> dict[str, Any]:
     """The Role ``jobsync rbac --kinds KINDS [--watch]`` renders, bound to group jobsync; waits until it counts.
 
     ``without=(resource, verb)`` takes one verb out of the rendered Role (the RBAC-denial test).
     """
-    docs = rbac.lambdas(JOB_NAMESPACE, parse_allowed_kinds(kinds), group=JOBSYNC_GROUP, watch=watch)
+    docs = rbac.lambdas(namespace, parse_allowed_kinds(kinds), group=JOBSYNC_GROUP, watch=watch)
     role = docs[0]
     denied: list[tuple[str, str, str]] = []
     if without:
@@ -134,18 +138,18 @@ def apply_role(
     granted = [(v, r["apiGroups"][0], res) for r in role["rules"] for res in r["resources"] for v in r["verbs"]]
     # RBAC reaches the authorizer through an informer: wait until the Role counts as rendered.
     for verb, group, resource in granted:
-        wait_for(f"jobsync may {verb} {resource}", functools.partial(can, cp, verb, group, resource), 10)
+        wait_for(f"jobsync may {verb} {resource}", functools.partial(can, cp, verb, group, resource, namespace), 10)
     for verb, group, resource in denied:
-        wait_for(f"jobsync may not {verb} {resource}", lambda a=(verb, group, resource): not can(cp, *a), 10)
+        wait_for(f"jobsync may not {verb} {resource}", lambda a=(verb, group, resource, namespace): not can(cp, *a), 10)
     return role
 
 
-def can(cp: ControlPlane, verb: str, group: str, resource: str) -> bool:
+def can(cp: ControlPlane, verb: str, group: str, resource: str, namespace: str = JOB_NAMESPACE) -> bool:
     """What the API server's authorizer answers for jobsync-lambda (a SelfSubjectAccessReview as that user)."""
     sub = ""
     if "/" in resource:
         resource, sub = resource.split("/", 1)
-    attributes = {"namespace": JOB_NAMESPACE, "verb": verb, "group": group, "resource": resource, "subresource": sub}
+    attributes = {"namespace": namespace, "verb": verb, "group": group, "resource": resource, "subresource": sub}
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SelfSubjectAccessReview",
