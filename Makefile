@@ -31,9 +31,14 @@ test: $(STAMP)
 test-future: $(STAMP)
 	$(BIN)/python -m pytest -q --clock-offset-days=1460
 
-## Run the state machine end to end on the local Kubernetes API and operator simulator.
-demo: $(STAMP)
+## Run the state machine end to end on the local Kubernetes API and operator simulator;
+## CLUSTER=local-real: on the e2e tier's real control plane (make e2e-build first; NAMESPACE, KINDS apply).
+demo: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build)
+ifeq ($(CLUSTER),local-real)
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m e2e.demo --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS)
+else
 	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
+endif
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -109,5 +114,6 @@ cluster: $(STAMP) e2e-build
 	PYTHONPATH=layers/jobsync:. $(BIN)/python -m e2e.controlplane up $(if $(WORKDIR),--workdir $(WORKDIR))
 
 ## Build, then run the e2e tests (make test does not collect them: testpaths is tests/).
+## JOBSYNC_E2E_REQUIRED=1 (set by .ci/run): missing binaries fail the run instead of skipping it.
 e2e: $(STAMP) e2e-build
 	PYTHONPATH=layers/jobsync:. $(BIN)/python -m pytest -m e2e e2e/tests

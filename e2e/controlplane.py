@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import concurrent.futures
 import contextlib
+import functools
 import json
 import os
 import re
@@ -59,6 +61,8 @@ SERVICE_CIDR = "10.0.0.0/24"
 POD_CIDR = "10.244.0.0/16"
 #: The one resource the API server keeps no watch cache for (see compact_etcd).
 UNCACHED_RESOURCE = "podtemplates"
+#: The controllers the training-operator starts, one per kind (their names in its "Starting workers" lines).
+OPERATOR_CONTROLLERS = ("pytorchjob", "tfjob", "mpijob", "xgboostjob", "paddlejob", "jaxjob")
 
 #: The binaries build.sh writes, and the module (in e2e/cluster/<folder>/go.mod) each one is pinned by.
 COMPONENTS: dict[str, tuple[str, str]] = {
@@ -140,6 +144,10 @@ DEFAULT_NODES: tuple[FakeNode, ...] = (
 )
 
 
+#: The thread every component is forked from; it lives as long as this process (see _Process.start).
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="e2e-spawner")
+
+
 @dataclass
 class _Process:
     name: str
@@ -153,7 +161,11 @@ class _Process:
             out.write(f"\n==== {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())
             out.flush()
             # A session of its own, so that stop() can end the whole group (unshare, its children) at once.
-            self.popen = subprocess.Popen(
+            # Forked from the one long-lived spawner thread: the parent-death signal fires when the *thread*
+            # that forked the child ends, so a component (re)started from a short-lived thread (a test's
+            # background helper) would be killed with that thread.
+            popen = functools.partial(
+                subprocess.Popen,
                 self.argv,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
@@ -163,6 +175,7 @@ class _Process:
                 start_new_session=True,
                 preexec_fn=die_with_parent,
             )
+            self.popen = _SPAWNER.submit(popen).result()
 
     def running(self) -> bool:
         return self.popen is not None and self.popen.poll() is None
@@ -413,7 +426,7 @@ class ControlPlane:
 
     def versions_line(self) -> str:
         v = self.versions()
-        return ", ".join(f"{name} {v[name]}" for name in ("kube-apiserver", "etcd", "kwok", "training-operator"))
+        return ", ".join(f"{name} {version}" for name, version in v.items())
 
     def log_tails(self, lines: int = 40) -> str:
         """The last ``lines`` lines of every component's log, for a failure report."""
@@ -687,7 +700,7 @@ class ControlPlane:
                 f"--certs={webhook_dir}",
                 "--",
                 self._bin("training-operator"),
-                "--enable-scheme=pytorchjob",
+                # No --enable-scheme: every kind (TFJob, PyTorchJob, XGBoostJob, MPIJob, PaddleJob, JAXJob).
                 "--metrics-bind-address=127.0.0.1:8080",
                 "--health-probe-bind-address=127.0.0.1:8081",
                 "--webhook-server-port=9443",
@@ -704,9 +717,10 @@ class ControlPlane:
                 certs_written = self._mount_webhook_secret(webhook_dir / "serving-certs")
                 return False
             text = log.read_bytes()[offset:].decode(errors="replace")
-            return any("Starting workers" in line and "pytorchjob" in line for line in text.splitlines())
+            started = [line for line in text.splitlines() if "Starting workers" in line]
+            return all(any(kind in line for line in started) for kind in OPERATOR_CONTROLLERS)
 
-        self._wait("training-operator pytorchjob-controller", working, proc="training-operator")
+        self._wait("training-operator controllers", working, proc="training-operator")
 
     def _ensure_webhook_secret(self) -> None:
         path = f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/secrets"

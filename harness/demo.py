@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     # Quiet unless the caller asks for more (POWERTOOLS_LOG_LEVEL=DEBUG make demo).
     quiet = {name: value for name, value in QUIET.items() if name not in os.environ}
     env = {**quiet, **MODES[args.mode], **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
+    if kubeconfig:
+        # A real cluster's deployment: its namespace, allowed kinds and bounds come from the environment
+        # (JOBSYNC_NAMESPACE, JOBSYNC_ALLOWED_KINDS, ...), not the simulator's defaults.
+        env.update({key: value for key, value in os.environ.items() if key.startswith("JOBSYNC_")})
     # A {"jobs": [...]} input runs RunJobs; each job names its scenario (the test-only jobsync.local/scenario
     # annotation), and the status change events of its children reach the cleanup function, as in the stack.
     several = isinstance(execution_input, dict) and "jobs" in execution_input

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     """etcd, kube-apiserver, controller-manager, scheduler, kwok and training-operator, started once."""
     missing = missing_binaries()
+    if missing and os.environ.get("JOBSYNC_E2E_REQUIRED"):
+        pytest.fail(f"JOBSYNC_E2E_REQUIRED is set but e2e binaries are missing in {default_bin_dir()}: {missing}")
     if missing:
         pytest.skip(
             f"e2e binaries missing in {default_bin_dir()} ({', '.join(missing)}): "

@@ -1,0 +1,243 @@
+"""Running the real state machine against the real control plane, and what a scenario test asserts on.
+
+``jobsync_run`` is ``harness.local.LocalJobsync`` in kubeconfig mode: moto's interpreter runs
+statemachine/run_job.asl.json on the wall clock, its Lambda tasks call functions/*/app.py in this process, and
+those authenticate to the e2e API server as ``jobsync-lambda`` (group ``jobsync``), whose only permissions are
+the Role ``jobsync rbac`` renders for the deployment (``apply_role``). The waits are the template's bounds
+lowered through the environment (``FAST``), not the code changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import json
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from e2e.controlplane import (
+    EXIT_CODE_ANNOTATION,
+    JOB_NAMESPACE,
+    JOBSYNC_GROUP,
+    OUTCOME_ANNOTATION,
+    RUN_DURATION_ANNOTATION,
+    ControlPlane,
+)
+from e2e.tests.jobs import REPO, wait_for
+from harness.local import LocalJobsync, RunResult
+from jobsync import rbac
+from jobsync.run.manifests import EXECUTION_LABEL, execution_label, job_name
+from jobsync.settings import parse_allowed_kinds
+
+#: The template's wait bounds and graces, lowered so that a scenario takes seconds on the wall clock.
+FAST: dict[str, str] = {
+    "JOBSYNC_MIN_WAIT_SECONDS": "1",
+    "JOBSYNC_PENDING_MAX_WAIT_SECONDS": "2",
+    "JOBSYNC_RUNNING_MAX_WAIT_SECONDS": "3",
+    "JOBSYNC_DIAGNOSE_AFTER_SECONDS": "1",
+    "JOBSYNC_STUCK_GRACE_SECONDS": "4",
+    "JOBSYNC_OPERATOR_TIMEOUT_SECONDS": "5",
+    "JOBSYNC_NOT_FOUND_GRACE_SECONDS": "2",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+}
+
+RUN_INPUT = REPO / "events" / "run-job-input.json"
+SMALL = {"requests": {"cpu": "100m", "memory": "128Mi"}}
+
+
+def pod_annotations(outcome: str = "succeed", run_duration: str = "1s", exit_code: int | None = None) -> dict[str, str]:
+    """What kwok makes of a pod (see e2e/kwok/stages.yaml)."""
+    annotations = {OUTCOME_ANNOTATION: outcome, RUN_DURATION_ANNOTATION: run_duration}
+    if exit_code is not None:
+        annotations[EXIT_CODE_ANNOTATION] = str(exit_code)
+    return annotations
+
+
+def with_pods(
+    job: dict[str, Any],
+    annotations: Mapping[str, str],
+    restart_policy: str | None = None,
+    replicas: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """``job`` with kwok's annotations, small requests and (optionally) a restart policy on every pod template.
+
+    ``replicas`` gives one replica type (``Worker``) annotations of its own.
+    """
+    job = copy.deepcopy(job)
+    spec = job["spec"]
+    templates: list[tuple[dict[str, Any], Mapping[str, str]]] = []
+    for key, specs in spec.items():
+        if not key.endswith("ReplicaSpecs"):
+            continue
+        for replica_type, replica in specs.items():
+            if restart_policy:
+                replica["restartPolicy"] = restart_policy
+            templates.append((replica["template"], (replicas or {}).get(replica_type, annotations)))
+    if not templates and "template" in spec:  # batch/v1 Job
+        templates.append((spec["template"], annotations))
+    for template, chosen in templates:
+        template.setdefault("metadata", {}).setdefault("annotations", {}).update(chosen)
+        for container in template["spec"].get("containers", []):
+            container["resources"] = copy.deepcopy(SMALL)
+            container.pop("imagePullPolicy", None)
+    return job
+
+
+def run_input(job: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    """events/run-job-input.json with its job (or ``job``) and its fields replaced by ``fields``."""
+    execution_input = json.loads(RUN_INPUT.read_text())
+    if job is not None:
+        execution_input["job"] = job
+    # A small deadline: the policy spreads the polls of a long one over its budget (21600 s / 2400 polls = 9 s).
+    execution_input["timeoutSeconds"] = 120
+    execution_input.update(fields)
+    return execution_input
+
+
+def pytorch_input(
+    annotations: Mapping[str, str] | None = None,
+    restart_policy: str | None = "Never",
+    worker: Mapping[str, str] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """The demo's PyTorchJob (Master + Worker), its pods doing what ``annotations`` (``worker``) say."""
+    job = json.loads(RUN_INPUT.read_text())["job"]
+    replicas = {"Worker": worker} if worker else None
+    return run_input(with_pods(job, annotations or pod_annotations(), restart_policy, replicas), **fields)
+
+
+# ---------------------------------------------------------------- the deployment's RBAC
+
+
+def apply_role(
+    cp: ControlPlane,
+    kinds: str = "PyTorchJob",
+    watch: bool = False,
+    without: tuple[str, str] | None = None,
+    namespace: str = JOB_NAMESPACE,
+) -> dict[str, Any]:
+    """The Role ``jobsync rbac --kinds KINDS [--watch]`` renders, bound to group jobsync; waits until it counts.
+
+    ``without=(resource, verb)`` takes one verb out of the rendered Role (the RBAC-denial test).
+    """
+    docs = rbac.lambdas(namespace, parse_allowed_kinds(kinds), group=JOBSYNC_GROUP, watch=watch)
+    role = docs[0]
+    denied: list[tuple[str, str, str]] = []
+    if without:
+        for rule in role["rules"]:
+            if without[0] in rule["resources"] and without[1] in rule["verbs"]:
+                rule["verbs"] = [v for v in rule["verbs"] if v != without[1]]
+                denied.append((without[1], rule["apiGroups"][0], without[0]))
+    cp.apply(docs)
+    granted = [(v, r["apiGroups"][0], res) for r in role["rules"] for res in r["resources"] for v in r["verbs"]]
+    # RBAC reaches the authorizer through an informer: wait until the Role counts as rendered.
+    for verb, group, resource in granted:
+        wait_for(f"jobsync may {verb} {resource}", functools.partial(can, cp, verb, group, resource, namespace), 10)
+    for verb, group, resource in denied:
+        wait_for(f"jobsync may not {verb} {resource}", lambda a=(verb, group, resource, namespace): not can(cp, *a), 10)
+    return role
+
+
+def can(cp: ControlPlane, verb: str, group: str, resource: str, namespace: str = JOB_NAMESPACE) -> bool:
+    """What the API server's authorizer answers for jobsync-lambda (a SelfSubjectAccessReview as that user)."""
+    sub = ""
+    if "/" in resource:
+        resource, sub = resource.split("/", 1)
+    attributes = {"namespace": namespace, "verb": verb, "group": group, "resource": resource, "subresource": sub}
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    resp = cp.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review, user="jobsync")
+    return bool(resp.status == 201 and resp.body["status"].get("allowed"))
+
+
+# ---------------------------------------------------------------- running
+
+
+@contextlib.contextmanager
+def jobsync_run(
+    cp: ControlPlane, env: Mapping[str, str] | None = None, kinds: str = "PyTorchJob", notifier: bool = False
+) -> Iterator[LocalJobsync]:
+    """LocalJobsync against the e2e API server as jobsync-lambda, with the fast bounds."""
+    kubeconfig = str(cp.write_kubeconfig("jobsync"))
+    full_env = {**FAST, "JOBSYNC_NAMESPACE": JOB_NAMESPACE, "JOBSYNC_ALLOWED_KINDS": kinds, **(env or {})}
+    with LocalJobsync(env=full_env, kubeconfig=kubeconfig, notifier=notifier) as local:
+        yield local
+
+
+def execution_arn(local: LocalJobsync, name: str) -> str:
+    return local._state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
+
+
+def job_of(local: LocalJobsync, name: str) -> str:
+    """The name of the job the execution ``name`` creates."""
+    return job_name(execution_arn(local, name))
+
+
+def run(local: LocalJobsync, execution_input: dict[str, Any], name: str, timeout_s: float = 120) -> RunResult:
+    began = time.monotonic()
+    result = local.run(execution_input, name=name, timeout_s=timeout_s)
+    result.output = result.output if result.output is not None else {}
+    print(f"{name}: {result.status} {result.error} in {time.monotonic() - began:.1f}s, {len(result.polls)} polls")
+    return result
+
+
+# ---------------------------------------------------------------- what is left in the cluster
+
+
+def custom_path(plural: str, name: str = "", group: str = "kubeflow.org", version: str = "v1") -> str:
+    base = f"/apis/{group}/{version}/namespaces/{JOB_NAMESPACE}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def get_job(cp: ControlPlane, plural: str, name: str, group: str = "kubeflow.org", version: str = "v1") -> Any:
+    """The job as the admin reads it, or None when the API server has no such object."""
+    resp = cp.request("GET", custom_path(plural, name, group, version))
+    if resp.status == 404:
+        return None
+    assert resp.status == 200, resp.body
+    return resp.body
+
+
+def pods_of(admin_api: client.ApiClient, execution: str) -> list[Any]:
+    """The pods whose labels or owner name the job (the operator labels by job name; batch by job-name)."""
+    core = client.CoreV1Api(admin_api)
+    pods = core.list_namespaced_pod(JOB_NAMESPACE).items
+    return [p for p in pods if any(ref.name == execution for ref in p.metadata.owner_references or [])]
+
+
+def wait_gone(
+    cp: ControlPlane,
+    admin_api: client.ApiClient,
+    plural: str,
+    name: str,
+    group: str = "kubeflow.org",
+    version: str = "v1",
+    timeout: float = 30,
+) -> None:
+    """The job is gone and the garbage collector has removed its pods."""
+    wait_for(f"{plural}/{name} deleted", lambda: get_job(cp, plural, name, group, version) is None, timeout)
+    wait_for(f"the pods of {name} collected", lambda: not pods_of(admin_api, name), timeout)
+
+
+def labelled(execution: str, local: LocalJobsync) -> str:
+    return f"{EXECUTION_LABEL}={execution_label(execution_arn(local, execution))}"
+
+
+def condition_types(job: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(c["type"], c["status"], c.get("reason", "")) for c in (job.get("status") or {}).get("conditions") or []]
+
+
+def read(path: Path) -> str:
+    return path.read_text()
+
+
+CRD_NAME = "pytorchjobs.kubeflow.org"
