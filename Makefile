@@ -97,7 +97,7 @@ scan: $(SCAN_VENV)/.installed $(ASL_DIR)/node_modules/.installed
 	$(SCAN_VENV)/bin/cfn-lint --config-file tools/scan/cfn-lint.yaml template.yaml --append-rules cfn_lint_serverless.rules
 	$(SCAN_VENV)/bin/python tools/scan/sam_translate.py template.yaml build/scan/template.json
 	$(SCAN_VENV)/bin/checkov --config-file tools/scan/checkov.yaml --file build/scan/template.json
-	$(ASL_DIR)/node_modules/.bin/asl-validator --json-path statemachine/run_job.asl.json
+	for definition in statemachine/*.asl.json; do $(ASL_DIR)/node_modules/.bin/asl-validator --json-path $$definition || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(ASL_DIR)/node_modules .aws-sam build/scan .pytest_cache .ruff_cache .hypothesis
