@@ -9,9 +9,9 @@ They are written against the versions :mod:`harness.sfn.pins` requires.
 
 from __future__ import annotations
 
+import copy
 import json
 import random
-import threading
 import time
 import types
 import uuid
@@ -292,17 +292,13 @@ def eventbridge_invokes_lambda_targets(harness: LocalStepFunctions, patch: Patch
     """
     original = EventsRule.send_to_targets
 
-    lock = threading.Lock()
-
     def send_to_targets(rule: EventsRule, event: Any, transform_input: bool = True) -> None:
         functions = [t for t in rule.targets if ":lambda:" in t["Arn"]]
-        with lock:  # moto raises NotImplementedError for a Lambda target: it sees only the others
-            every = rule.targets
-            rule.targets = [t for t in every if t not in functions]
-            try:
-                original(rule, event, transform_input)
-            finally:
-                rule.targets = every
+        # moto raises NotImplementedError for a Lambda target: it sees a copy of the rule without them
+        # (a copy, not the rule itself: events from several threads reach one rule at once).
+        others = copy.copy(rule)
+        others.targets = [t for t in rule.targets if t not in functions]
+        original(others, event, transform_input)
         if not rule.event_pattern.matches_event(event):
             return
         for target in functions:
