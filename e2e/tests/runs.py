@@ -41,7 +41,8 @@ FAST: dict[str, str] = {
     "JOBSYNC_RUNNING_MAX_WAIT_SECONDS": "3",
     "JOBSYNC_DIAGNOSE_AFTER_SECONDS": "1",
     "JOBSYNC_STUCK_GRACE_SECONDS": "4",
-    "JOBSYNC_OPERATOR_TIMEOUT_SECONDS": "5",
+    # Long enough for the real operator on a loaded 2-core machine (it reconciled a new job 5 s late once).
+    "JOBSYNC_OPERATOR_TIMEOUT_SECONDS": "20",
     "JOBSYNC_NOT_FOUND_GRACE_SECONDS": "2",
     "POWERTOOLS_LOG_LEVEL": "WARNING",
     "POWERTOOLS_METRICS_DISABLED": "true",
@@ -177,9 +178,13 @@ def execution_arn(local: LocalJobsync, name: str) -> str:
     return local._state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
 
 
-def job_of(local: LocalJobsync, name: str) -> str:
-    """The name of the job the execution ``name`` creates."""
-    return job_name(execution_arn(local, name))
+# The manifest name of the demo's job: submit names the job after it (manifests.job_name).
+DEMO_JOB = json.loads(RUN_INPUT.read_text())["job"]["metadata"]["name"]
+
+
+def job_of(local: LocalJobsync, name: str, manifest_name: str = DEMO_JOB) -> str:
+    """The name of the job the execution ``name`` creates from a manifest named ``manifest_name``."""
+    return job_name(execution_arn(local, name), manifest_name)
 
 
 def run(local: LocalJobsync, execution_input: dict[str, Any], name: str, timeout_s: float = 120) -> RunResult:

@@ -127,7 +127,7 @@ def runs(control_plane: ControlPlane) -> Iterator[tuple[LocalJobsync, dict[tuple
 
 def _result(runs: Any, kind: str, outcome: str) -> tuple[LocalJobsync, RunResult, str]:
     local, results = runs
-    return local, results[(kind, outcome)], job_of(local, name_of(kind, outcome))
+    return local, results[(kind, outcome)], job_of(local, name_of(kind, outcome), "e2e")
 
 
 @pytest.mark.parametrize("kind", ["TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"])

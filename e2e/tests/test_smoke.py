@@ -50,7 +50,7 @@ def test_jobsync_may_do_what_its_role_allows(rbac: None, jobsync_api: client.Api
     forbidden: list[Callable[[], Any]] = [
         lambda: client.CoreV1Api(jobsync_api).list_namespaced_secret(JOB_NAMESPACE),
         lambda: custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, pytorchjob(name)),
-        lambda: custom.list_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL),
+        lambda: custom.delete_collection_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL),
         lambda: custom.patch_namespaced_custom_object(GROUP, VERSION, JOB_NAMESPACE, PLURAL, name, {}),
     ]
     for call in forbidden:
