@@ -53,8 +53,11 @@ def status_change_event(description: dict[str, Any]) -> dict[str, Any]:
     def millis(date: Any) -> int | None:
         return int(date.timestamp() * 1000) if date else None
 
+    stopped = description.get("stopDate") or description.get("startDate")
     return {
         "version": "0",
+        "id": str(uuid.uuid4()),
+        "time": stopped.strftime("%Y-%m-%dT%H:%M:%SZ") if stopped else None,
         "detail-type": "Step Functions Execution Status Change",
         "source": "aws.states",
         "account": arn.split(":")[4],

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from harness.local import LocalJobsync
+from harness.sfn.service import status_change_event
 from jobsync.run.manifests import job_labels, job_name
 from tests.cfn import load_template
 from tests.support.kube import PYTORCHJOBS
@@ -32,32 +33,7 @@ def execution_arn(local: LocalJobsync, name: str) -> str:
 
 def status_change(description: dict[str, Any]) -> dict[str, Any]:
     """The EventBridge event Step Functions emits when an execution ends, from DescribeExecution."""
-    arn = description["executionArn"]
-    millis = lambda d: int(d.timestamp() * 1000) if d else None  # noqa: E731
-    return {
-        "version": "0",
-        "id": "00000000-0000-0000-0000-000000000001",
-        "detail-type": "Step Functions Execution Status Change",
-        "source": "aws.states",
-        "account": arn.split(":")[4],
-        "time": description.get("stopDate").strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "region": arn.split(":")[3],
-        "resources": [arn],
-        "detail": {
-            "executionArn": arn,
-            "stateMachineArn": description["stateMachineArn"],
-            "name": description["name"],
-            "status": description["status"],
-            "startDate": millis(description.get("startDate")),
-            "stopDate": millis(description.get("stopDate")),
-            "input": description.get("input"),
-            "output": description.get("output"),
-            "inputDetails": {"included": True},
-            "outputDetails": None,
-            "error": description.get("error"),
-            "cause": description.get("cause"),
-        },
-    }
+    return status_change_event(description)
 
 
 def cleanup(event: dict[str, Any]) -> dict[str, Any]:
