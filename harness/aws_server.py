@@ -121,9 +121,10 @@ def endpoint(server: Any) -> str:
 def client_env(endpoint_url: str, base: Mapping[str, str] | None = None, service: str | None = None) -> dict[str, str]:
     """``base`` (this process's environment) without its AWS settings, pointed at ``endpoint_url``.
 
-    Fake credentials, no config or credentials file, two attempts per call. With ``service``
-    (``"events"``) only that service's endpoint is set (``AWS_ENDPOINT_URL_EVENTS``), as a program
-    that talks to one service would be configured; otherwise ``AWS_ENDPOINT_URL``.
+    Fake credentials, no config or credentials file, two attempts per call. With ``service`` only
+    that service's endpoint is set, as a program that talks to one service would be configured;
+    otherwise ``AWS_ENDPOINT_URL``. botocore names the variable after the service's id, not its
+    endpoint prefix: EventBridge (``boto3.client("events")``) reads ``AWS_ENDPOINT_URL_EVENTBRIDGE``.
     """
     env = {key: value for key, value in (os.environ if base is None else base).items() if not key.startswith("AWS_")}
     env.update(
@@ -135,7 +136,7 @@ def client_env(endpoint_url: str, base: Mapping[str, str] | None = None, service
         AWS_SHARED_CREDENTIALS_FILE=os.devnull,
         AWS_MAX_ATTEMPTS="2",
     )
-    env[f"AWS_ENDPOINT_URL_{service.upper()}" if service else "AWS_ENDPOINT_URL"] = endpoint_url
+    env[f"AWS_ENDPOINT_URL_{service.upper().replace(' ', '_')}" if service else "AWS_ENDPOINT_URL"] = endpoint_url
     return env
 
 

@@ -1,9 +1,10 @@
 """Callback mode through the real state machine: the notifier's event resumes the execution.
 
-The notifier runs on its own threads against the local Kubernetes API and
-publishes to moto's EventBridge; the stack's rule invokes the resume Lambda
-(harness hook), which hands the loop state to SendTaskSuccess. Time is virtual;
-a callback wait moves it on in steps while no answer comes.
+The notifier runs as its own process (``python -m jobsync_notifier``, as deployed)
+against the local Kubernetes API over HTTP and publishes over HTTP to moto's
+EventBridge in this process; the stack's rule invokes the resume Lambda (harness
+hook), which hands the loop state to SendTaskSuccess. Time is virtual; a callback
+wait moves it on in steps while no answer comes.
 """
 
 from __future__ import annotations
