@@ -148,6 +148,7 @@ class LocalJobsync:
         execution_events: bool = False,
         notifier_kubeconfig: str | None = None,
         notifier_log: Path | None = None,
+        notifier_env: dict[str, str] | None = None,
     ) -> None:
         self.scenario = scenario
         self.timings = timings or {}
@@ -172,6 +173,7 @@ class LocalJobsync:
         self.notifier_enabled = self.env.get("JOBSYNC_COMPLETION_MODE") == "callback" and notifier
         self.notifier_kubeconfig = notifier_kubeconfig
         self.notifier_log = notifier_log
+        self.notifier_env = notifier_env or {}  # over the deployed settings (POWERTOOLS_LOG_LEVEL, ...)
         self.notifier: NotifierProcess | None = None
         self._aws_server: contextlib.ExitStack | None = None
         self._aws_url = ""
@@ -207,6 +209,9 @@ class LocalJobsync:
         jobsync_cluster.reset_cache()
         handlers = {f"jobsync-{name}": load_handler(name).lambda_handler for name in FUNCTIONS}
         self.sfn = LocalStepFunctions(handlers, clock=self.clock).__enter__()
+        if isinstance(self.clock, WallClock):
+            # A token wait moves a wall clock by sleeping: in 30 s steps a SendTaskSuccess would wait out the step.
+            self.sfn.callback_step_seconds = 0.01
         self._state_machine_arn = self.sfn.create_state_machine(
             DEFINITION.read_text(),
             STATE_MACHINE,
@@ -299,7 +304,7 @@ class LocalJobsync:
             env.update(JOBSYNC_CLUSTER_MODE="kubeconfig", KUBECONFIG=self.notifier_kubeconfig or self.kubeconfig)
         env["JOBSYNC_WATCH_TIMEOUT_SECONDS"] = os.environ.get("JOBSYNC_WATCH_TIMEOUT_SECONDS", "5")
         env["POWERTOOLS_LOG_LEVEL"] = os.environ.get("POWERTOOLS_LOG_LEVEL", env["POWERTOOLS_LOG_LEVEL"])
-        env = {**client_env(self._aws_endpoint(), service="EventBridge"), **env}
+        env = {**client_env(self._aws_endpoint(), base={}, service="EventBridge"), **env, **self.notifier_env}
         self.notifier = NotifierProcess(env, log=self.notifier_log).start()
         return self.notifier
 

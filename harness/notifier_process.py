@@ -80,9 +80,9 @@ class NotifierProcess:
         }
         self.env = {
             **inherited,
+            **env,
             "PYTHONPATH": PYTHONPATH,
             "PYTHONUNBUFFERED": "1",
-            **env,
             "JOBSYNC_HEALTH_PORT": str(self.health_port),
         }
         self.log = log
