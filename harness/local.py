@@ -200,7 +200,8 @@ class LocalJobsync:
             self.api = KubeAPI(clock=self.clock.now).start()
             self.api.register_crd(pytorchjob_crd())
             self.api.create_namespace(NAMESPACE)
-            self.api.virtual_watch = self.clock.advance  # watch mode: a watch waits on virtual time
+            if not isinstance(self.clock, WallClock):  # on the wall clock a watch lasts its real timeoutSeconds
+                self.api.virtual_watch = self.clock.advance  # watch mode: a watch waits on virtual time
             self.sim = OperatorSim(self.api, self.clock.now, default_scenario=self.scenario)
             self.clock.on_advance(lambda _now: self.sim.step() if self.sim else None)
             cluster_env = {"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": self.api.url}
