@@ -128,6 +128,14 @@ def test_mpijob_launcher_leads_and_its_workers_never_do():
     assert from_pods(spec("MPIJob"), [worker]) is None
 
 
+def test_the_mpijob_launcher_leads_without_a_replica_index_label():
+    # The v1.9 operator labels its one launcher pod with the replica type only (seen against the real operator).
+    launcher = kubeflow_pod("m", "launcher", 0, '"launcher"', container="mpi")
+    del launcher["metadata"]["labels"][f"{KF}/replica-index"]
+    worker = kubeflow_pod("m", "worker", 0, '"worker"', container="mpi")
+    assert from_pods(spec("MPIJob"), [worker, launcher]) == "launcher"
+
+
 def test_tfjob_chief_then_master_then_worker_zero():
     chief = kubeflow_pod("t", "chief", 0, '"chief"', container="tensorflow")
     master = kubeflow_pod("t", "master", 0, '"master"', container="tensorflow")
