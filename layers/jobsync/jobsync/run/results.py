@@ -101,9 +101,9 @@ def parse_message(message: Any) -> Any:
     if message is None:
         return None
     if isinstance(message, bytes | bytearray):
-        text = bytes(message).decode("utf-8", errors="replace")
+        size, text = len(message), bytes(message).decode("utf-8", errors="replace")
     elif isinstance(message, str):
-        text = message
+        size, text = len(message.encode("utf-8", errors="surrogatepass")), message
     else:
         return None  # not what the API serves in that field
     if not text:
@@ -111,12 +111,11 @@ def parse_message(message: Any) -> Any:
     # The kubelet keeps a long message's last 4096 bytes, which may start inside a character: the
     # API server then writes U+FFFD for its first bytes. That cut is not binary content.
     text = text[min(3, len(text) - len(text.lstrip(_REPLACEMENT))) :]
-    data = text.encode("utf-8", errors="surrogatepass")
     if _REPLACEMENT in text or any(ch in _TEXT_CONTROLS for ch in text) or _has_surrogate(text):
-        return {"binary": True, "bytes": len(data)}
-    if len(data) > MAX_RESULT_BYTES:
-        head = data[:TRUNCATED_TEXT_BYTES].decode("utf-8", errors="ignore")
-        return {"truncated": True, "bytes": len(data), "text": head}
+        return {"binary": True, "bytes": size}
+    if size > MAX_RESULT_BYTES:
+        head = text.encode("utf-8")[:TRUNCATED_TEXT_BYTES].decode("utf-8", errors="ignore")
+        return {"truncated": True, "bytes": size, "text": head}
     try:
         return json.loads(text, parse_constant=_not_json)
     except (ValueError, RecursionError):
