@@ -76,6 +76,7 @@ $(SAM_VENV)/bin/sam:
 ## sam validate --lint and sam build, neither needs Docker.
 validate: $(SAM_VENV)/bin/sam
 	$(SAM_VENV)/bin/sam validate --lint --template template.yaml
+	for example in examples/*/template.yaml; do $(SAM_VENV)/bin/sam validate --lint --template $$example || exit 1; done
 
 build: $(SAM_VENV)/bin/sam
 	PATH=$(abspath $(SAM_VENV))/bin:$$PATH $(SAM_VENV)/bin/sam build --template template.yaml
@@ -91,13 +92,19 @@ $(ASL_DIR)/node_modules/.installed: $(ASL_DIR)/package.json $(ASL_DIR)/package-l
 	cd $(ASL_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-## cfn-lint with the serverless rules, checkov on the translated template, asl-validator on the ASL.
+## cfn-lint with the serverless rules, checkov on the translated template, asl-validator on the ASL;
+## the same for each examples/*/ stack.
 ## Skips, each with its reason: tools/scan/cfn-lint.yaml, tools/scan/checkov.yaml.
 scan: $(SCAN_VENV)/.installed $(ASL_DIR)/node_modules/.installed
 	$(SCAN_VENV)/bin/cfn-lint --config-file tools/scan/cfn-lint.yaml template.yaml --append-rules cfn_lint_serverless.rules
 	$(SCAN_VENV)/bin/python tools/scan/sam_translate.py template.yaml build/scan/template.json
 	$(SCAN_VENV)/bin/checkov --config-file tools/scan/checkov.yaml --file build/scan/template.json
-	for definition in statemachine/*.asl.json; do $(ASL_DIR)/node_modules/.bin/asl-validator --json-path $$definition || exit 1; done
+	for definition in statemachine/*.asl.json examples/*/*.asl.json; do $(ASL_DIR)/node_modules/.bin/asl-validator --json-path $$definition || exit 1; done
+	for example in examples/*/template.yaml; do \
+	  $(SCAN_VENV)/bin/cfn-lint --config-file tools/scan/cfn-lint.yaml $$example --append-rules cfn_lint_serverless.rules || exit 1; \
+	  $(SCAN_VENV)/bin/python tools/scan/sam_translate.py $$example build/scan/$$(basename $$(dirname $$example)).json || exit 1; \
+	  $(SCAN_VENV)/bin/checkov --config-file tools/scan/checkov.yaml --file build/scan/$$(basename $$(dirname $$example)).json || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(ASL_DIR)/node_modules .aws-sam build/scan .pytest_cache .ruff_cache .hypothesis

@@ -677,7 +677,8 @@ def scale_section(results: dict[str, Any]) -> list[str]:
         "Steady state: N jobs always running, each as long as the workload's mean (submission to the execution's "
         "end), so N / that many executions start a second. Per-job rates from the simulation above; Kubernetes "
         "API requests: one per Lambda invocation that looks at the job (Submit's create and Cleanup's delete "
-        "included), the seed's one `eks:call` GET per check; callback mode adds the notifier's one watch per "
+        "included) and the pod LIST of the poll that sees the end (the job's result), the seed's one "
+        "`eks:call` GET per check; callback mode adds the notifier's one watch per "
         "cluster. Lambda concurrency is billed Lambda time per second.",
         "",
         _table(

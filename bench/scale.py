@@ -4,7 +4,8 @@ Steady state: N jobs always running, each lasting the workload's mean (submissio
 to the execution's end), so N / that many executions start every second. Rates
 per job come from the simulation (bench.simulate): state transitions, Lambda
 time as billed, Kubernetes API requests (one per Lambda invocation that looks
-at the job, plus Submit's create and Cleanup's delete; the seed's one eks:call
+at the job, plus Submit's create and Cleanup's delete, plus the pod LIST of the
+poll that sees the end, which reads the job's result; the seed's one eks:call
 GET per check).
 """
 
@@ -26,8 +27,9 @@ MODES = ("seed-600", "default", "default-hint20", "watch", "callback")
 def per_job_rates(r: dict[str, Any], watch: bool = False) -> dict[str, float]:
     """Per running job, per second: what one job of the workload asks of each service on average."""
     seconds = r["execution_seconds_mean"]
-    # Seed: one eks:call GET a check, and the create. jobsync: Submit creates, Status/Await/resume GET, Cleanup deletes.
-    api = r["polls_per_job"] + 1 if r["machine"] == "seed" else r["lambda_invocations_per_job"]
+    # Seed: one eks:call GET a check, and the create. jobsync: Submit creates, Status/Await/resume GET, Cleanup
+    # deletes, and the poll that sees the end lists the pods once (the result; a failed job's diagnostics).
+    api = r["polls_per_job"] + 1 if r["machine"] == "seed" else r["lambda_invocations_per_job"] + 1
     return {
         "lambda_concurrency": r["lambda_seconds_per_job"] / seconds,
         "state_transitions_per_s": r["transitions_per_job"] / seconds,

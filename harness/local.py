@@ -149,6 +149,7 @@ class LocalJobsync:
         notifier_kubeconfig: str | None = None,
         notifier_log: Path | None = None,
         notifier_env: dict[str, str] | None = None,
+        template_dirs: tuple[Path, ...] = (),
     ) -> None:
         self.scenario = scenario
         self.timings = timings or {}
@@ -181,6 +182,8 @@ class LocalJobsync:
         # sends its status change event to the cleanup function (off by default: most tests call cleanup themselves).
         self.execution_events = execution_events
         self._run_jobs_arn = ""
+        # Folders whose *.yaml are served as job templates too, beside events/templates/ (an example's own).
+        self.template_dirs = tuple(template_dirs)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -266,7 +269,10 @@ class LocalJobsync:
             return
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=bucket)
-        for path in sorted(TEMPLATES.glob("*.yaml")):
+        for path in [
+            *sorted(TEMPLATES.glob("*.yaml")),
+            *(p for d in self.template_dirs for p in sorted(d.glob("*.yaml"))),
+        ]:
             s3.put_object(Bucket=bucket, Key=prefix + path.name, Body=path.read_bytes())
         self._set_env({"JOBSYNC_TEMPLATE_BUCKET": bucket, "JOBSYNC_TEMPLATE_PREFIX": prefix})
 
@@ -380,6 +386,38 @@ class LocalJobsync:
                 manifest = None
         return manifests.job_name(execution_arn, manifests.manifest_name(manifest))
 
+    def substitutions(self) -> dict[str, str]:
+        """What template.yaml's Outputs give another stack: the ARNs of RunJob and RunJobs, by the names
+        a definition's ``${...}`` substitutions use for them."""
+        return {"RunJobStateMachineArn": self._state_machine_arn, "RunJobsStateMachineArn": self._run_jobs_arn}
+
+    def add_state_machine(self, definition: str, name: str, substitutions: dict[str, str] | None = None) -> str:
+        """Another state machine beside RunJob and RunJobs (a pipeline that nests them); its ARN.
+
+        Its ``${RunJobStateMachineArn}`` and ``${RunJobsStateMachineArn}`` are
+        substituted as a stack built on this one would, ``substitutions`` adds or overrides.
+        """
+        assert self.sfn
+        return self.sfn.create_state_machine(definition, name, {**self.substitutions(), **(substitutions or {})})
+
+    def run_nested(
+        self, state_machine_arn: str, execution_input: Any, name: str | None = None, timeout_s: float = 300
+    ) -> RunResult:
+        """Run an execution that starts RunJob executions (startExecution.sync:2) to its end, then its
+        children, then let the status change events' cleanups finish. Each child job names its simulator
+        scenario with the jobsync.local/scenario annotation (Step Functions names the children)."""
+        assert self.sfn
+        self.sfn.cooperative_waits = True  # many executions share the one virtual clock
+        started = self.clock.now()
+        arn = self.sfn.start(state_machine_arn, execution_input, name=name or str(uuid.uuid4()))
+        description = self.sfn.wait(arn, timeout_s=timeout_s)
+        for child in self.children(arn):
+            self.sfn.wait(child, timeout_s=timeout_s)
+        self.sfn.settle()
+        result = self.result(arn, description, started)
+        result.polls = self.polls()
+        return result
+
     def start_jobs(self, execution_input: dict[str, Any], name: str | None = None) -> str:
         """StartExecution of RunJobs. Its children are named by Step Functions, so the simulator cannot be
         told their scenarios beforehand: each job names its own (the test-only jobsync.local/scenario annotation)."""
@@ -389,19 +427,10 @@ class LocalJobsync:
 
     def run_jobs(self, execution_input: dict[str, Any], name: str | None = None, timeout_s: float = 300) -> RunResult:
         """Run RunJobs to its end, then let the status change events' cleanups finish; returns what happened."""
-        assert self.sfn
-        started = self.clock.now()
-        arn = self.start_jobs(execution_input, name=name)
-        description = self.sfn.wait(arn, timeout_s=timeout_s)
-        for child in self.children(arn):
-            self.sfn.wait(child, timeout_s=timeout_s)
-        self.sfn.settle()
-        result = self.result(arn, description, started)
-        result.polls = self.polls()
-        return result
+        return self.run_nested(self._run_jobs_arn, execution_input, name=name, timeout_s=timeout_s)
 
     def children(self, run_jobs_arn: str) -> list[str]:
-        """The RunJob executions a RunJobs execution started, in the order it started them."""
+        """The executions a RunJobs (or any nesting) execution started, in the order it started them."""
         assert self.sfn
         return [
             event["taskSubmittedEventDetails"]["output"]

@@ -27,6 +27,12 @@ Obj = dict[str, Any]
 GROUP, VERSION, PLURAL, KIND = "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"
 SCENARIO_ANNOTATION = "jobsync.local/scenario"
 TIMINGS_ANNOTATION = "jobsync.local/timings"  # JSON object, e.g. {"run_s": 30}
+# What the leading replica's container writes to /dev/termination-log: the pod's
+# state.terminated.message once it ends, kept to its last 4096 bytes as the kubelet does
+# (tail.ReadAtMost), unless TERMINATION_UNCAPPED_ANNOTATION is "true" (to test jobsync's own bound).
+TERMINATION_MESSAGE_ANNOTATION = "jobsync.local/termination-message"
+TERMINATION_UNCAPPED_ANNOTATION = "jobsync.local/termination-message-uncapped"
+KUBELET_MESSAGE_BYTES = 4096
 CONTAINER = "pytorch"
 LABEL_PREFIX = "training.kubeflow.org"
 
@@ -526,6 +532,9 @@ class OperatorSim:
         restarts = pod.get("status", {}).get("containerStatuses", [{}])[0].get("restartCount", 0)
         started = (pod.get("status") or {}).get("startTime")
         pod["status"] = pod_status(state, image, at, restarts)
+        message = termination_message(job) if (rtype, index) == _leader(job) else None
+        if message and state in ("succeeded", "failed"):
+            pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"] = message
         if started and "startTime" in pod["status"]:
             pod["status"]["startTime"] = started  # the kubelet's start of this pod, not of its latest state
         self._put_pod(pod)
@@ -548,6 +557,23 @@ class OperatorSim:
                     counts[field_name] = counts.get(field_name, 0) + 1
             out[rtype] = counts
         return out
+
+
+def _leader(job: Obj) -> tuple[str, int]:
+    """The leading replica: Master 0, else Worker 0 (the pod whose termination message is the job's result)."""
+    return ("Master", 0) if "Master" in _replicas(job) else ("Worker", 0)
+
+
+def termination_message(job: Obj) -> str | None:
+    """The message the job's annotation says its leading container writes, as the kubelet reports it."""
+    annotations = job["metadata"].get("annotations") or {}
+    message = annotations.get(TERMINATION_MESSAGE_ANNOTATION)
+    if not isinstance(message, str) or not message:
+        return None
+    if annotations.get(TERMINATION_UNCAPPED_ANNOTATION) == "true":
+        return message
+    data = message.encode("utf-8", errors="surrogatepass")
+    return data[-KUBELET_MESSAGE_BYTES:].decode("utf-8", errors="replace")
 
 
 def _parse_time(value: str | None) -> float | None:

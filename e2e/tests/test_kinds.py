@@ -92,15 +92,26 @@ SUCCEEDED_MESSAGE = {
     "PaddleJob": "PaddleJob {name} is successfully completed.",
 }
 FAILED_REASON = {"MPIJob": "MPIJobMPIJobFailed"}
+NAMES_ITSELF = {"e2e.jobsync.io/termination-message": "identity"}
+#: The replica whose termination message is the job's result, by the operator's labels, and its container.
+#: (The v1.9.0 MPIJob launcher's pod carries no replica-index label: there is one launcher.)
+LEADER = {
+    "TFJob": ("chief", "0", "tensorflow"),
+    "MPIJob": ("launcher", "", "mpi"),
+    "XGBoostJob": ("master", "0", "xgboost"),
+    "PaddleJob": ("master", "0", "paddle"),
+    "JAXJob": ("worker", "0", "jax"),
+}
 
 
 def manifest(kind: str, outcome: str) -> dict[str, Any]:
     base = batch_job() if kind == "Job" else training_job(kind)
     replicas = None
-    annotations = pod_annotations(outcome, exit_code=None if outcome == "succeed" else 2)
+    # Every container that ends leaves a termination message naming its pod and replica (e2e/kwok/stages.yaml).
+    annotations = {**pod_annotations(outcome, exit_code=None if outcome == "succeed" else 2), **NAMES_ITSELF}
     if kind == "MPIJob":
         # The launcher decides; the workers run until the operator cleans them up (as sshd would).
-        replicas = {"Launcher": annotations, "Worker": pod_annotations("run-forever")}
+        replicas = {"Launcher": annotations, "Worker": {**pod_annotations("run-forever"), **NAMES_ITSELF}}
     return with_pods(base, annotations, None, replicas)
 
 
@@ -152,6 +163,19 @@ def test_training_operator_kind_fails(control_plane: ControlPlane, runs: Any, ki
     job = get_job(control_plane, PLURALS[kind], name)
     assert ("Failed", "True", FAILED_REASON.get(kind, f"{kind}Failed")) in condition_types(job), condition_types(job)
     print(kind, "failed:", cause["message"])
+
+
+@pytest.mark.parametrize("outcome", ["succeed", "fail"])
+@pytest.mark.parametrize("kind", ["TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "Job"])
+def test_the_result_is_the_leading_replicas_termination_message(runs: Any, kind: str, outcome: str) -> None:
+    _local, result, name = _result(runs, kind, outcome)
+    value = (result.output or {}).get("result") if outcome == "succeed" else json.loads(result.cause or "{}")["result"]
+    assert isinstance(value, dict), (result.output, result.cause)
+    assert value["pod"].startswith(name), value
+    if kind == "Job":
+        assert value["container"] == "main", value  # the Job's one pod, as the job controller labels it
+    else:
+        assert (value["replica"], value["index"], value["container"]) == LEADER[kind], value
 
 
 def test_batch_job_succeeds_through_the_job_controller(control_plane: ControlPlane, runs: Any) -> None:

@@ -155,6 +155,8 @@ def test_lambda_measurements(results):
     per_poll = lam["api_requests_per_poll"]
     assert per_poll["pending_with_diagnostics"]["requests_per_poll"] == 2
     assert per_poll["failed_with_logs"]["requests"] == ["GET pytorchjobs", "LIST pods", "GET pods/log"]
+    # The poll that sees SUCCEEDED lists the pods once, for the result.
+    assert per_poll["succeeded"]["requests"] == ["GET pytorchjobs", "LIST pods"]
     assert lam["import_ratio"] is None  # not measured in this run
     assert lam["peak_rss_mb_one_invocation"] > 10
     assert lam["handler_median_ms"] > 0 and lam["latency_ratio"] > 0

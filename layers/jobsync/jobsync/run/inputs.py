@@ -112,6 +112,9 @@ class LoopState(BaseModel):
     waitSeconds: int = Field(default=0, ge=0)
     diagnostics: list[dict[str, Any]] = Field(default_factory=list)
     logTail: str | None = None
+    # A job that ended as SUCCEEDED or FAILED: its leading replica's termination message, parsed and
+    # bounded, or what a SageMaker job's status carries (jobsync.run.results); None when there is none.
+    result: Any = None
 
     @field_validator("submittedAt", "deadline", "phaseSince", "startedAt", "finishedAt", "noticedAt", "stuckSince")
     @classmethod

@@ -12,7 +12,7 @@ from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
 from jobsync.evaluation.times import JobTimes, job_times
-from jobsync.run import diagnostics, stuck
+from jobsync.run import diagnostics, results, stuck
 from jobsync.run.inputs import LoopState
 from jobsync.run.loop import Cluster, allowed_spec, ensure_ours, epoch, with_next_wait
 from jobsync.settings import Settings
@@ -20,14 +20,16 @@ from jobsync.settings import Settings
 
 @dataclass(frozen=True)
 class Explanation:
-    """The verdict, and what the pods say of it: findings, the failed container's log, and (when the
-    pods of a pending job were checked, ``stuck_checked``) since when they are stuck, None if they are not."""
+    """The verdict, and what the pods say of it: findings, the failed container's log, (when the
+    pods of a pending job were checked, ``stuck_checked``) since when they are stuck, None if they are not,
+    and the ``result`` of a job that ended (jobsync.run.results)."""
 
     verdict: Evaluation
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
     log_tail: str | None = None
     stuck_checked: bool = False
     stuck_since: str | None = None
+    result: Any = None
 
 
 def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
@@ -80,6 +82,7 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
         "phaseSince": clock.isoformat(now) if phase != state.phase else state.phaseSince,
         "diagnostics": explained.diagnostics,
         "logTail": explained.log_tail,
+        "result": explained.result,
     }
     if explained.stuck_checked:
         update["stuckSince"] = explained.stuck_since
@@ -192,9 +195,11 @@ def _explain(
                 kind=spec.kind,
             )
         )
+    ends = verdict.phase in (Phase.SUCCEEDED, Phase.FAILED)
     selector = spec.pod_selector(state.job.name)
     if selector is None:
-        return Explanation(verdict)
+        # No pods in the cluster (SageMaker): the result is what the status carries.
+        return Explanation(verdict, result=_result(spec, obj, state, cluster) if ends else None)
     if verdict.phase == Phase.PENDING and since_submit > settings.diagnose_after_seconds:
         pods = cluster.list_pods(state.job.namespace, selector)
         findings = diagnostics.pod_findings(pods)
@@ -221,5 +226,18 @@ def _explain(
         if failed:
             log = cluster.read_log(state.job.namespace, failed[0], failed[1], settings.log_tail_bytes)
             log_tail = diagnostics.tail(log, settings.log_tail_bytes) or None
-        return Explanation(verdict, diagnostics.pod_findings(pods), log_tail=log_tail)
+        result = _result(spec, obj, state, cluster, pods)  # the same pods: no second LIST
+        return Explanation(verdict, diagnostics.pod_findings(pods), log_tail=log_tail, result=result)
+    if verdict.phase == Phase.SUCCEEDED:
+        return Explanation(verdict, result=_result(spec, obj, state, cluster))
     return Explanation(verdict)
+
+
+def _result(
+    spec: KindSpec,
+    obj: dict[str, Any],
+    state: LoopState,
+    cluster: Cluster,
+    pods: list[dict[str, Any]] | None = None,
+) -> Any:
+    return results.job_result(spec, obj, state.job.namespace, state.job.name, cluster, pods)
