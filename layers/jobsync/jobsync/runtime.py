@@ -6,14 +6,16 @@ their own, so a warm invocation costs one API request, not a new connection.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobsync import aws
 from jobsync.cluster.connection import get_api_client
 from jobsync.cluster.jobs import KubeJobs
 from jobsync.errors import ClusterConfigError, InvalidInput
-from jobsync.run.hints import HintStore
 from jobsync.settings import Settings
+
+if TYPE_CHECKING:
+    from jobsync.run.hints import HintStore
 
 
 @cache
@@ -65,7 +67,11 @@ def table() -> Any:
 
 def hints() -> HintStore | None:
     """Learned hints, when the deployment has a table (every stack does; a bare local run may not)."""
-    return HintStore(table()) if settings().table_name else None
+    if not settings().table_name:
+        return None
+    from jobsync.run.hints import HintStore  # a RUNNING poll never needs it (nor its statistics)
+
+    return HintStore(table())
 
 
 @cache
