@@ -396,7 +396,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
         add(goal, "not measured", None)
         out[-1]["why"] = "not measured in this run (--import-runs 0)"
     else:
-        extra = lam.get("import_extra_ms_by_package", {})
+        extra = (lam.get("lambda_like_imports") or {}).get("import_extra_ms_by_package", {})
         heavy = ", ".join(f"{k} {v:.0f} ms" for k, v in list(extra.items())[:5])
         disabled = lam["ratio_lambda_like_tracing_disabled"]
         add(
@@ -404,9 +404,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
             f"{ratio:.2f} tracing Active, {disabled:.2f} disabled (CPU time {lam['ratio_lambda_like_cpu']:.2f}, "
             f"{lam['ratio_lambda_like_tracing_disabled_cpu']:.2f})",
             ratio <= 1.3,
-            "on top of the kubernetes client the handler still imports (self time by package, outside Lambda, "
-            f"one -X importtime run): {heavy}. pydantic comes with the input models and Powertools' Logger and "
-            "Metrics with the handler; tracing Active adds the X-Ray SDK. boto3, pydantic-settings and, with "
+            "on top of the kubernetes client the handler still imports (self time by package, tracing Active, "
+            f"median of 3 -X importtime runs): {heavy}. pydantic comes with the input models and Powertools' Logger "
+            "and Metrics with the handler; tracing Active adds the X-Ray SDK. boto3, pydantic-settings and, with "
             "tracing off, the X-Ray SDK are no longer imported; EKS mode pays boto3 on its first call "
             "(the cold-start rows)",
         )
