@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
@@ -18,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.simulate import Prices, evaluate_all, standard_policies, with_event_latency
+from bench.simulate import (
+    BilledDuration,
+    LambdaAssumptions,
+    Prices,
+    evaluate_all,
+    standard_policies,
+    with_event_latency,
+)
 from bench.statemachine import ROOT, cost_models
 from bench.workload import make_workload
 
@@ -56,8 +62,19 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
 
     started = time.perf_counter()
     lam = lambdas.measure(config.import_runs, config.latency_calls, progress)
-    # Billed per invocation: the measured warm status-handler latency, rounded up to Lambda's 1 ms.
-    prices = Prices(lambda_memory_mb=lambda_memory_mb(), lambda_billed_ms=max(1, math.ceil(lam["handler_median_ms"])))
+    # Billed per invocation: the status handler measured in EKS mode over HTTPS, plus what
+    # cannot be measured here (the VPC round trips, the runtime's own start), assumed.
+    assumed = LambdaAssumptions()
+    billed = BilledDuration.model(
+        warm_handler_ms=lam["warm_eks_https_ms"],
+        requests_per_poll=lam["api_requests_per_running_poll"],
+        cold_import_ms=lam["cold_import_lambda_like_ms"],
+        first_invocation_ms=lam["first_invocation_eks_ms"],
+        assumed=assumed,
+    )
+    lam["billed_ms_model"] = billed.as_dict()
+    lam["assumptions"] = assumed.as_dict()
+    prices = Prices(lambda_memory_mb=lambda_memory_mb(), lambda_billed_ms=billed.mean_ms)
     models = cost_models()
     jobs = make_workload(config.jobs, config.seed)
     policies = standard_policies()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from jobsync import clock, runtime
+from jobsync import clock, runtime, tracing
 from jobsync.run.inputs import LoopState, parse
 from jobsync.run.poll import poll
 
@@ -15,12 +15,11 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     state = parse(LoopState, event)

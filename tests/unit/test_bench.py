@@ -10,7 +10,14 @@ import pytest
 
 from bench import report
 from bench.__main__ import Config, run
-from bench.simulate import Policy, _fixed_poll_times, poll_times, standard_policies
+from bench.simulate import (
+    BilledDuration,
+    LambdaAssumptions,
+    Policy,
+    _fixed_poll_times,
+    poll_times,
+    standard_policies,
+)
 from bench.statemachine import SEED_600, SEED_POLL_STATE, CostModel, cost_models, walk
 from bench.workload import Job, make_workload
 from jobsync.evaluation.phase import Phase
@@ -160,6 +167,62 @@ def test_lambda_measurements(results):
     assert lam["import_ratio"] is None  # not measured in this run
     assert lam["peak_rss_mb_one_invocation"] > 10
     assert lam["handler_median_ms"] > 0 and lam["latency_ratio"] > 0
+
+
+def test_cold_starts_in_a_lambda_like_process(results):
+    """Each cluster mode's first invocation works in a fresh process; only EKS mode imports boto3, on that call."""
+    cold = results["lambda"]["cold_starts"]
+    assert cold["url"]["loaded_after_first_call"] == ["aws_xray_sdk.core"]  # tracing as deployed, no AWS call
+    assert cold["eks"]["loaded_after_import"] == ["aws_xray_sdk.core"]
+    assert cold["eks"]["loaded_after_first_call"] == ["boto3", "botocore.client", "aws_xray_sdk.core"]
+    for mode in ("url", "eks"):
+        assert cold[mode]["first_invocation_ms"] > 0 and cold[mode]["warm_median_ms"] > 0
+    lam = results["lambda"]
+    assert lam["ratio_lambda_like"] is None  # --import-runs 0: the cold start's own import stands in
+    assert lam["cold_import_lambda_like_ms"] == cold["eks"]["import_ms"]
+    billed = lam["billed_ms_model"]
+    assert billed["warm_ms"] >= math.ceil(lam["warm_eks_https_ms"] + lam["assumptions"]["assumed_vpc_rtt_ms"])
+    assert results["prices"]["lambda_billed_ms_per_invocation"] == billed["mean_ms_per_invocation"]
+
+
+def test_billed_duration_is_measured_time_plus_the_assumed_network_rounded_up():
+    assumed = LambdaAssumptions(
+        vpc_rtt_ms=5, cold_extra_round_trips=5, runtime_init_ms=100, invocations_per_cold_start=100
+    )
+    billed = BilledDuration.model(
+        warm_handler_ms=2.3, requests_per_poll=1, cold_import_ms=260.2, first_invocation_ms=410.5, assumed=assumed
+    )
+    assert billed.warm_ms == 8  # ceil(2.3 + 5 x 1)
+    assert billed.init_ms == 361  # ceil(100 + 260.2): INIT billed
+    assert billed.first_ms == 441  # ceil(410.5 + 5 x 1 + 5 x 5)
+    assert billed.mean_ms == pytest.approx((99 * 8 + 361 + 441) / 100)  # 15.94
+    # Two requests a poll (a PENDING job's pods), INIT not billed, a cold start every invocation.
+    other = LambdaAssumptions(vpc_rtt_ms=5, cold_extra_round_trips=5, init_billed=False, invocations_per_cold_start=1)
+    billed = BilledDuration.model(
+        warm_handler_ms=0.2, requests_per_poll=2, cold_import_ms=260.2, first_invocation_ms=0.1, assumed=other
+    )
+    assert (billed.warm_ms, billed.init_ms, billed.first_ms, billed.mean_ms) == (11, 0, 36, 36)
+    # Lambda bills at least 1 ms.
+    assert BilledDuration.model(0.01, 0, 0, 0, LambdaAssumptions(vpc_rtt_ms=0, cold_extra_round_trips=0)).warm_ms == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"warm_handler_ms": -1}, "cannot be negative"),
+        ({"assumed": LambdaAssumptions(invocations_per_cold_start=0)}, "invocations_per_cold_start must be 1 or more"),
+    ],
+)
+def test_billed_duration_refuses_impossible_inputs(kwargs, message):
+    given = {
+        "warm_handler_ms": 1.0,
+        "requests_per_poll": 1.0,
+        "cold_import_ms": 200.0,
+        "first_invocation_ms": 300.0,
+        "assumed": LambdaAssumptions(),
+    } | kwargs
+    with pytest.raises(ValueError, match=message):
+        BilledDuration.model(**given)
 
 
 def test_outputs_are_written(results, tmp_path):

@@ -35,3 +35,37 @@ def test_allowed_kinds_by_name_or_api_version():
 def test_bad_settings_name_the_variable(env, message):
     with pytest.raises(ValueError, match=message):
         Settings.from_env(env)
+
+
+def test_variables_match_without_regard_to_case_and_the_first_alias_wins():
+    from jobsync.settings import ClusterSettings
+
+    assert Settings.from_env({"jobsync_namespace": "team-a"}).namespace == "team-a"
+    both = {"JOBSYNC_CLUSTER_NAME": "c", "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "eu-west-1"}
+    assert ClusterSettings.from_env(both).region == "us-east-1"
+    assert (
+        ClusterSettings.from_env({"JOBSYNC_CLUSTER_NAME": "c", "AWS_DEFAULT_REGION": "eu-west-1"}).region == "eu-west-1"
+    )
+
+
+def test_values_given_to_the_constructor_win_over_the_environment(monkeypatch):
+    from jobsync.settings import ClusterSettings
+
+    monkeypatch.setenv("JOBSYNC_NAMESPACE", "from-env")
+    monkeypatch.setenv("JOBSYNC_MIN_WAIT_SECONDS", "45")
+    monkeypatch.setenv("JOBSYNC_CLUSTER_MODE", "url")
+    monkeypatch.setenv("JOBSYNC_READ_TIMEOUT_SECONDS", "7")
+    given = Settings(namespace="given")
+    assert (given.namespace, given.min_wait_seconds) == ("given", 45)
+    cluster = ClusterSettings(url="http://127.0.0.1:9")
+    assert (cluster.mode, cluster.url, cluster.read_timeout) == ("url", "http://127.0.0.1:9", 7.0)
+    assert ClusterSettings(mode="url", url="http://127.0.0.1:9", read_timeout=0.5).read_timeout == 0.5
+
+
+@pytest.mark.parametrize("variable", ["JOBSYNC_CONNECT_TIMEOUT_SECONDS", "JOBSYNC_READ_TIMEOUT_SECONDS"])
+@pytest.mark.parametrize("value", ["abc", "0"])
+def test_a_bad_cluster_timeout_names_its_variable(variable, value):
+    from jobsync.settings import ClusterSettings
+
+    with pytest.raises(ValueError, match=f"environment variable {variable} "):
+        ClusterSettings.from_env({"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": "http://x", variable: value})

@@ -6,13 +6,16 @@ their own, so a warm invocation costs one API request, not a new connection.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from jobsync import aws
 from jobsync.cluster.connection import get_api_client
 from jobsync.cluster.jobs import KubeJobs
 from jobsync.errors import ClusterConfigError, InvalidInput
-from jobsync.run.hints import HintStore
 from jobsync.settings import Settings
+
+if TYPE_CHECKING:
+    from jobsync.run.hints import HintStore
 
 
 @cache
@@ -27,9 +30,7 @@ def cluster() -> KubeJobs:
 
 @cache
 def _s3() -> Any:
-    import boto3  # only the submit Lambda with a jobTemplate needs it
-
-    return boto3.client("s3")
+    return aws.boto3().client("s3")  # only the submit Lambda with a jobTemplate needs it
 
 
 def fetch_template(uri: str) -> str:
@@ -58,24 +59,24 @@ def fetch_template(uri: str) -> str:
 @cache
 def table() -> Any:
     """The stack's DynamoDB table (task tokens, learned hints); InvalidInput when the stack has none."""
-    import boto3
-
     name = settings().table_name
     if not name:
         raise InvalidInput("this deployment has no table (JOBSYNC_TABLE_NAME): callback mode needs one")
-    return boto3.resource("dynamodb").Table(name)
+    return aws.boto3().resource("dynamodb").Table(name)
 
 
 def hints() -> HintStore | None:
     """Learned hints, when the deployment has a table (every stack does; a bare local run may not)."""
-    return HintStore(table()) if settings().table_name else None
+    if not settings().table_name:
+        return None
+    from jobsync.run.hints import HintStore  # a RUNNING poll never needs it (nor its statistics)
+
+    return HintStore(table())
 
 
 @cache
 def stepfunctions() -> Any:
-    import boto3  # cleanup (for an execution event) and callback mode need it
-
-    return boto3.client("stepfunctions")
+    return aws.boto3().client("stepfunctions")  # cleanup (for an execution event) and callback mode need it
 
 
 def describe_execution(arn: str) -> dict[str, Any] | None:

@@ -1,9 +1,15 @@
 """A deployment's configuration, read once from the environment the template sets.
 
-Two groups, each a ``pydantic-settings`` model with the ``JOBSYNC_`` prefix
-and every field documented: ``Settings`` (what the steps may do and how they
-wait) and ``ClusterSettings`` (which cluster to reach and how). A bad value
-raises an error that names the variable.
+Two groups, each a pydantic model read from ``JOBSYNC_*`` variables with every
+field documented: ``Settings`` (what the steps may do and how they wait) and
+``ClusterSettings`` (which cluster to reach and how). A bad value raises an
+error that names the variable.
+
+The environment is read as pydantic-settings' ``BaseSettings`` would read it
+(``JOBSYNC_<FIELD>``, or the field's ``AliasChoices`` in order, names matched
+without regard to case; values given to the constructor win), by the few lines
+of ``_FromEnvironment``: pydantic-settings itself, with the asyncio, argparse
+and dotenv it imports, was a fifth of a handler's cold import.
 """
 
 from __future__ import annotations
@@ -11,10 +17,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Annotated, Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jobsync.errors import ClusterConfigError
 from jobsync.evaluation import kinds
@@ -35,28 +40,40 @@ Mode = Literal["eks", "kubeconfig", "incluster", "url"]
 _environment: ContextVar[Mapping[str, str] | None] = ContextVar("jobsync_environment", default=None)
 
 
-class _MappingSource(EnvSettingsSource):
-    """The environment source, over a given mapping instead of ``os.environ``."""
+class _FromEnvironment(BaseModel):
+    """Fields read from the environment; every field is a scalar, or a string its validator parses."""
 
-    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
-        super().__init__(settings_cls)
-        self.env_vars = {k.lower(): v for k, v in env.items()}
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, validate_default=True)
+    env_prefix: ClassVar[str] = "JOBSYNC_"
 
-
-class _FromEnvironment(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="JOBSYNC_", frozen=True, extra="ignore", populate_by_name=True)
+    def __init__(self, **values: Any) -> None:
+        env = _environment.get()
+        super().__init__(**(self._read(os.environ if env is None else env) | self._by_field(values)))
 
     @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        env = _environment.get()
-        return (init_settings, env_settings if env is None else _MappingSource(settings_cls, env))
+    def _names(cls, field: str) -> list[str]:
+        """The variables that may set ``field``, the first found winning."""
+        alias = cls.model_fields[field].validation_alias
+        if isinstance(alias, AliasChoices):
+            return [str(choice) for choice in alias.choices]
+        return [str(alias or f"{cls.env_prefix}{field.upper()}")]
+
+    @classmethod
+    def _read(cls, env: Mapping[str, str]) -> dict[str, Any]:
+        lowered = {name.lower(): value for name, value in env.items()}
+        values: dict[str, Any] = {}
+        for field in cls.model_fields:
+            for name in cls._names(field):
+                if name.lower() in lowered:
+                    values[field] = lowered[name.lower()]
+                    break
+        return values
+
+    @classmethod
+    def _by_field(cls, values: Mapping[str, Any]) -> dict[str, Any]:
+        # A value given under one of a field's variables is that field's.
+        fields = {name: field for field in cls.model_fields for name in cls._names(field)}
+        return {fields.get(key, key): value for key, value in values.items()}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
@@ -72,19 +89,12 @@ class _FromEnvironment(BaseSettings):
     @classmethod
     def variable(cls, field: str) -> str:
         """The environment variable that sets ``field``."""
-        alias = cls.model_fields[field].validation_alias
-        if isinstance(alias, AliasChoices):
-            return str(alias.choices[0])
-        return str(alias or f"JOBSYNC_{field.upper()}")
+        return cls._names(field)[0]
 
     @classmethod
     def variables(cls) -> set[str]:
         """Every environment variable these settings read."""
-        out = set()
-        for name, info in cls.model_fields.items():
-            alias = info.validation_alias
-            out |= {str(a) for a in alias.choices} if isinstance(alias, AliasChoices) else {cls.variable(name)}
-        return out
+        return {name for field in cls.model_fields for name in cls._names(field)}
 
 
 def describe(exc: ValidationError, cls: type[_FromEnvironment]) -> str:
@@ -125,7 +135,7 @@ class Settings(_FromEnvironment):
     """What the steps may do, and how they wait. Each field is ``JOBSYNC_<FIELD>``."""
 
     namespace: str = Field("ml-training", min_length=1, description="The one namespace jobs run in.")
-    allowed_kinds: Annotated[tuple[KindSpec, ...], NoDecode] = Field(
+    allowed_kinds: tuple[KindSpec, ...] = Field(
         default_factory=lambda: parse_allowed_kinds("PyTorchJob"),
         description="Kinds a job may be: names (PyTorchJob,TFJob) or apiVersion/Kind entries.",
     )

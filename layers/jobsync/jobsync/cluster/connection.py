@@ -59,22 +59,22 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
 import urllib3
-from botocore.client import BaseClient
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import load_incluster_config, load_kube_config
 from kubernetes.config.config_exception import ConfigException
 
+from jobsync import aws
 from jobsync.cluster import eks_token
 from jobsync.cluster.errors import unauthorized, unreachable
 from jobsync.errors import ClusterConfigError, JobsyncError, TransientClusterError
 from jobsync.settings import ClusterSettings
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
 
 logger = logging.getLogger(__name__)
 
@@ -257,14 +257,19 @@ def _eks(region: str) -> BaseClient:
     with _lock:
         client = _eks_clients.get(region)
         if client is None:
+            from botocore.config import Config
+
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=10)
-            client = _eks_clients[region] = boto3.session.Session().client("eks", region_name=region, config=config)
+            session = aws.boto3().session.Session()
+            client = _eks_clients[region] = session.client("eks", region_name=region, config=config)
         return client
 
 
 def _describe(settings: ClusterSettings) -> tuple[str, str]:
     """Endpoint and PEM CA of an EKS cluster, or an error that says what to do about it."""
     name, region = settings.cluster_name or "", settings.region or ""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
     try:
         with eks_token.quiet_botocore():  # its DEBUG log has the response: endpoint and CA
             cluster = _eks(region).describe_cluster(name=name)["cluster"]
@@ -294,6 +299,8 @@ def _describe(settings: ClusterSettings) -> tuple[str, str]:
 
 
 def _sign(settings: ClusterSettings, fetch: Callable[[], str]) -> str:
+    from botocore.exceptions import BotoCoreError, NoCredentialsError
+
     try:
         return fetch()
     except NoCredentialsError:

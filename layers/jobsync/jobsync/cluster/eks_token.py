@@ -17,13 +17,12 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-import botocore.session
-from botocore.client import BaseClient
+from jobsync import aws, clock
 
-from jobsync import clock
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
 
 TOKEN_PREFIX = "k8s-aws-v1."
 K8S_AWS_ID_HEADER = "x-k8s-aws-id"
@@ -69,6 +68,9 @@ def sts_client(region: str) -> BaseClient:
     with _sts_lock:
         client = _sts_clients.get(region)
         if client is None:
+            boto3 = aws.boto3()
+            import botocore.session
+
             # Always the regional endpoint (sts.<region>.<partition suffix>), whatever
             # AWS_STS_REGIONAL_ENDPOINTS says: the regional endpoint is what EKS expects.
             core = botocore.session.get_session()

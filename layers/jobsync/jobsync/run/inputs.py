@@ -33,8 +33,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+# Each Lambda validates one request model; the others are built on first use, not at every cold import
+# (LoopState, which most Lambdas use, is built at once).
+ON_FIRST_USE = ConfigDict(defer_build=True)
+
+
 class SubmitRequest(_Strict):
     """What the state machine passes to Submit: the execution input plus the execution's ARN."""
+
+    model_config = _Strict.model_config | ON_FIRST_USE
 
     execution: str = Field(pattern=EXECUTION_ARN)
     job: dict[str, Any] | None = None
@@ -132,7 +139,7 @@ class CleanupRequest(BaseModel):
     only a job labelled as the one this execution created.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore") | ON_FIRST_USE
 
     job: JobRef
     execution: str = Field(pattern=EXECUTION_ARN)
@@ -143,7 +150,7 @@ class CleanupRequest(BaseModel):
 class AwaitRequest(_Strict):
     """What callback mode's Await task passes: the loop state and the task token to store."""
 
-    model_config = ConfigDict(extra="forbid", strict=False)
+    model_config = ConfigDict(extra="forbid", strict=False) | ON_FIRST_USE
 
     state: LoopState
     taskToken: str = Field(min_length=1, max_length=1024)
@@ -152,7 +159,7 @@ class AwaitRequest(_Strict):
 class PhaseChangedEvent(BaseModel):
     """An EventBridge "Job Phase Changed" event from the notifier (only what resume reads is checked)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore") | ON_FIRST_USE
 
     source: Literal["jobsync"] = Field(alias="source")
     detail_type: Literal["Job Phase Changed"] = Field(alias="detail-type")
