@@ -1,15 +1,9 @@
 """A deployment's configuration, read once from the environment the template sets.
 
-Two groups, each a pydantic model read from ``JOBSYNC_*`` variables with every
-field documented: ``Settings`` (what the steps may do and how they wait) and
-``ClusterSettings`` (which cluster to reach and how). A bad value raises an
-error that names the variable.
-
-The environment is read as pydantic-settings' ``BaseSettings`` would read it
-(``JOBSYNC_<FIELD>``, or the field's ``AliasChoices`` in order, names matched
-without regard to case; values given to the constructor win), by the few lines
-of ``_FromEnvironment``: pydantic-settings itself, with the asyncio, argparse
-and dotenv it imports, was a fifth of a handler's cold import.
+Two groups, each a ``pydantic-settings`` model with the ``JOBSYNC_`` prefix
+and every field documented: ``Settings`` (what the steps may do and how they
+wait) and ``ClusterSettings`` (which cluster to reach and how). A bad value
+raises an error that names the variable.
 """
 
 from __future__ import annotations
@@ -17,9 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from jobsync.errors import ClusterConfigError
 from jobsync.evaluation import kinds
@@ -40,40 +35,28 @@ Mode = Literal["eks", "kubeconfig", "incluster", "url"]
 _environment: ContextVar[Mapping[str, str] | None] = ContextVar("jobsync_environment", default=None)
 
 
-class _FromEnvironment(BaseModel):
-    """Fields read from the environment; every field is a scalar, or a string its validator parses."""
+class _MappingSource(EnvSettingsSource):
+    """The environment source, over a given mapping instead of ``os.environ``."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, validate_default=True)
-    env_prefix: ClassVar[str] = "JOBSYNC_"
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self.env_vars = {k.lower(): v for k, v in env.items()}
 
-    def __init__(self, **values: Any) -> None:
+
+class _FromEnvironment(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="JOBSYNC_", frozen=True, extra="ignore", populate_by_name=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         env = _environment.get()
-        super().__init__(**(self._read(os.environ if env is None else env) | self._by_field(values)))
-
-    @classmethod
-    def _names(cls, field: str) -> list[str]:
-        """The variables that may set ``field``, the first found winning."""
-        alias = cls.model_fields[field].validation_alias
-        if isinstance(alias, AliasChoices):
-            return [str(choice) for choice in alias.choices]
-        return [str(alias or f"{cls.env_prefix}{field.upper()}")]
-
-    @classmethod
-    def _read(cls, env: Mapping[str, str]) -> dict[str, Any]:
-        lowered = {name.lower(): value for name, value in env.items()}
-        values: dict[str, Any] = {}
-        for field in cls.model_fields:
-            for name in cls._names(field):
-                if name.lower() in lowered:
-                    values[field] = lowered[name.lower()]
-                    break
-        return values
-
-    @classmethod
-    def _by_field(cls, values: Mapping[str, Any]) -> dict[str, Any]:
-        # A value given under one of a field's variables is that field's.
-        fields = {name: field for field in cls.model_fields for name in cls._names(field)}
-        return {fields.get(key, key): value for key, value in values.items()}
+        return (init_settings, env_settings if env is None else _MappingSource(settings_cls, env))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
@@ -89,12 +72,19 @@ class _FromEnvironment(BaseModel):
     @classmethod
     def variable(cls, field: str) -> str:
         """The environment variable that sets ``field``."""
-        return cls._names(field)[0]
+        alias = cls.model_fields[field].validation_alias
+        if isinstance(alias, AliasChoices):
+            return str(alias.choices[0])
+        return str(alias or f"JOBSYNC_{field.upper()}")
 
     @classmethod
     def variables(cls) -> set[str]:
         """Every environment variable these settings read."""
-        return {name for field in cls.model_fields for name in cls._names(field)}
+        out = set()
+        for name, info in cls.model_fields.items():
+            alias = info.validation_alias
+            out |= {str(a) for a in alias.choices} if isinstance(alias, AliasChoices) else {cls.variable(name)}
+        return out
 
 
 def describe(exc: ValidationError, cls: type[_FromEnvironment]) -> str:
@@ -102,7 +92,9 @@ def describe(exc: ValidationError, cls: type[_FromEnvironment]) -> str:
     parts = []
     for err in exc.errors(include_url=False):
         field = str(err["loc"][0]) if err["loc"] else ""
-        variable = cls.variable(field) if field in cls.model_fields else cls.__name__
+        # pydantic names a field read through an alias by that alias, which is already the variable.
+        by_alias = {name.lower(): name for name in cls.variables() if name.isupper()}
+        variable = cls.variable(field) if field in cls.model_fields else by_alias.get(field.lower(), cls.__name__)
         message = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] in {"int_parsing", "int_from_float", "int_type"}:
             message = f"must be a whole number, got {err.get('input')!r}"
@@ -135,7 +127,7 @@ class Settings(_FromEnvironment):
     """What the steps may do, and how they wait. Each field is ``JOBSYNC_<FIELD>``."""
 
     namespace: str = Field("ml-training", min_length=1, description="The one namespace jobs run in.")
-    allowed_kinds: tuple[KindSpec, ...] = Field(
+    allowed_kinds: Annotated[tuple[KindSpec, ...], NoDecode] = Field(
         default_factory=lambda: parse_allowed_kinds("PyTorchJob"),
         description="Kinds a job may be: names (PyTorchJob,TFJob) or apiVersion/Kind entries.",
     )
