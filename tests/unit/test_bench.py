@@ -11,7 +11,17 @@ import pytest
 from bench import report
 from bench.__main__ import Config, run
 from bench.simulate import Policy, _fixed_poll_times, poll_times, standard_policies
-from bench.statemachine import SEED_600, SEED_POLL_STATE, CostModel, cost_models, walk
+from bench.statemachine import (
+    JOBSYNC_POLL_STATE,
+    SEED_600,
+    SEED_POLL_STATE,
+    CostModel,
+    cost_models,
+    lambda_invocations,
+    load_jobsync_definition,
+    walk,
+    with_completion_mode,
+)
 from bench.workload import Job, make_workload
 from jobsync.evaluation.phase import Phase
 from jobsync.run.policy import WaitBounds
@@ -187,6 +197,21 @@ def test_callback_cost_is_read_off_the_real_definition():
     ]
     assert model.transitions(1) == 8 and model.transitions_per_poll == 3  # Await, Status, IsDone per look
     assert model.lambda_invocations(1) == 4  # Submit, Await, Cleanup, and the resume function
+
+
+def test_one_walk_serves_both_completion_modes():
+    polling = with_completion_mode(load_jobsync_definition(), "poll")
+    calling = with_completion_mode(load_jobsync_definition(), "callback")
+    looks = ["RUNNING", "RUNNING", "SUCCEEDED"]
+    polled, called = walk(polling, JOBSYNC_POLL_STATE, looks), walk(calling, JOBSYNC_POLL_STATE, looks)
+    # Poll mode polls every look; callback mode's Awaits time out to a poll, but the last look is the event.
+    assert polled.count("Status") == 3 and "Await" not in polled
+    assert called.count("Await") == 3 and called.count("Status") == 2
+    assert called[called.index("Await") + 1] == "Status"  # the States.Timeout catcher
+    assert called[-5:] == ["Await", "IsDone", "Cleanup", "Outcome", "Succeeded"]
+    # Submit, the Awaits, the Statuses, Cleanup; in callback mode also the resume function, once.
+    assert lambda_invocations(polling, polled) == 1 + 3 + 1
+    assert lambda_invocations(calling, called) == 1 + 3 + 2 + 1 + 1
 
 
 def test_callback_looks_follow_the_policy_then_the_safety_interval():
