@@ -184,7 +184,11 @@ class LocalJobsync:
             self.api = KubeAPI(clock=self.clock.now).start()
             self.api.register_crd(pytorchjob_crd())
             self.api.create_namespace(NAMESPACE)
-            self.api.virtual_watch = self.clock.advance  # watch mode: a watch waits on virtual time
+            if not self.notifier_enabled:
+                # Watch mode: a watch waits on virtual time. The notifier's watches (callback mode) wait on the
+                # wall clock instead: on virtual time they would move the clock on between the execution's
+                # steps, and a callback wait would then time out later than its TimeoutSeconds.
+                self.api.virtual_watch = self.clock.advance
             self.sim = OperatorSim(self.api, self.clock.now, default_scenario=self.scenario)
             self.clock.on_advance(lambda _now: self.sim.step() if self.sim else None)
             cluster_env = {"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": self.api.url}
