@@ -44,6 +44,12 @@ def test_a_stuck_pod_is_looked_at_a_second_after_its_grace_ends():
     assert callback_wait(at(200), CALLBACK, Starting(stuck_until=249.5)) == 51  # whole seconds, never early
 
 
+def test_no_look_comes_just_before_a_grace_ends():
+    # The pace would look 10 s before the grace ends, and the next look could come only 30 s later: look at its end.
+    assert callback_wait(at(200), CALLBACK, Starting(stuck_until=329.0)) == 130
+    assert callback_wait(at(200), CALLBACK, Starting(stuck_until=359.0)) == 120  # 40 s before: the pace holds
+
+
 def test_a_long_grace_does_not_stretch_the_pace():
     # Waiting 6 h for capacity: the pod can still turn NeverSchedulable, or fail its pull once placed.
     assert callback_wait(at(200), CALLBACK, Starting(stuck_until=200 + 6 * 3600.0)) == 120
@@ -98,10 +104,14 @@ EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:run
 T0 = clock.parse("2026-01-01T00:00:00Z") or 0.0
 
 
-def test_the_jitter_keeps_the_bounds():
+def test_the_pace_gets_the_jobs_jitter_and_a_grace_end_none():
     waits = {with_next_wait(loop_state(polls=p), T0 + 200, CALLBACK).waitSeconds for p in range(30)}
     assert len(waits) > 1 and min(waits) >= 120 and max(waits) <= 132
     assert with_next_wait(loop_state(), T0 + 200, CALLBACK, jitter=False).waitSeconds == 120
+    # A later look at a grace's end only delays the verdict.
+    due = Starting(stuck_until=T0 + 250)
+    at_grace_end = {with_next_wait(loop_state(polls=p), T0 + 200, CALLBACK, starting=due).waitSeconds for p in range(9)}
+    assert at_grace_end == {51}
 
 
 def job(status: dict | None) -> dict:
@@ -145,7 +155,7 @@ def test_an_image_that_can_never_be_pulled_is_looked_at_when_its_grace_ends(now)
     bad = {"reason": "ErrImagePull", "message": 'failed to pull and unpack image "x:nope": not found'}
     cluster = RecordingCluster({"t": job(CREATED)}, pods=[pod(bad)])
     state = poll(loop_state(), cluster, CALLBACK)
-    assert state.phase == "PENDING" and 30 <= state.waitSeconds <= 33  # at 126 s, but never below MinWaitSeconds
+    assert state.phase == "PENDING" and state.waitSeconds == 30  # at 126 s, but never below MinWaitSeconds
     now.advance(state.waitSeconds)
     assert poll(state, cluster, CALLBACK).phase == "FAILED"
 
@@ -159,7 +169,7 @@ def test_an_unschedulable_pod_is_looked_at_the_pace_then_at_its_graces_end(now):
     # 550 s on: the next look lands a second after its grace ends, and fails it.
     now.advance(550)
     later = poll(first, cluster, CALLBACK)
-    assert later.phase == "PENDING" and 51 <= later.waitSeconds <= 57
+    assert later.phase == "PENDING" and later.waitSeconds == 51
     now.advance(later.waitSeconds)
     assert poll(later, cluster, CALLBACK).phase == "FAILED"
 
@@ -168,6 +178,6 @@ def test_the_status_step_looks_again_when_the_operator_timeout_ends(now):
     now.advance(241)
     cluster = RecordingCluster({"t": job(None)})
     state = poll(loop_state(), cluster, CALLBACK)
-    assert state.reason == "NoStatus" and 60 <= state.waitSeconds <= 66
+    assert state.reason == "NoStatus" and state.waitSeconds == 60
     now.advance(state.waitSeconds)
     assert poll(state, cluster, CALLBACK).reason == "OperatorNotReconciling"

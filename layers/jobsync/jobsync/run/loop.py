@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -122,10 +122,12 @@ def with_next_wait(
         floor = budget_floor(poll_state, settings.wait_bounds, settings.watch_seconds) - watched
         wait = max(0, math.ceil(min(floor, poll_state.deadline - now)))
     elif settings.completion_mode == "callback":
-        wait = callback_wait(poll_state, settings, starting)
-        if jitter and poll_state.phase not in RUNS:
-            longest = min(settings.wait_bounds.max_seconds, settings.safety_poll_seconds)
-            wait = jittered(wait, state.job, state.polls, poll_state.deadline - now, longest)
+        longest = min(settings.wait_bounds.max_seconds, settings.safety_poll_seconds)
+
+        def spread(wait: int) -> int:
+            return jittered(wait, state.job, state.polls, poll_state.deadline - now, longest)
+
+        wait = callback_wait(poll_state, settings, starting, spread if jitter else None)
     else:
         wait = next_wait(poll_state, settings.wait_bounds)
         if jitter:
@@ -133,8 +135,13 @@ def with_next_wait(
     return state.model_copy(update={"waitSeconds": wait})
 
 
-def callback_wait(state: PollState, settings: Settings, starting: Starting | None = None) -> int:
-    """Callback mode: how long the next Await waits for the notifier's event before one poll (before the jitter).
+def callback_wait(
+    state: PollState,
+    settings: Settings,
+    starting: Starting | None = None,
+    spread: Callable[[int], int] | None = None,
+) -> int:
+    """Callback mode: how long the next Await waits for the notifier's event before one poll.
 
     Once the job runs (RUNNING, SUSPENDED), only a dead notifier can leave its
     end unannounced: ``safety_poll_seconds``, never past the deadline.
@@ -150,21 +157,26 @@ def callback_wait(state: PollState, settings: Settings, starting: Starting | Non
     * the stuck pod's ``stuck_until`` + 1 s (its grace's end, or when its events may end it);
     * ``operator_timeout_seconds`` + 1 s after submission, while the job has no status;
     * ``not_found_grace_seconds`` after submission, while the API does not show it;
-    * else the cadence, ``max(shortest grace, the policy's PENDING wait)`` from now;
+    * else the cadence: ``max(shortest grace, the policy's PENDING wait)`` from
+      now, with the job's jitter (``spread``; none in the moments above, where a
+      later look only delays the verdict), stretched to such a moment that
+      comes less than ``min_seconds`` after it (the look after it would wait
+      ``min_seconds``, and pass the moment);
 
     never below ``min_seconds``, never past the deadline nor ``safety_poll_seconds``,
     and within the poll budget (``budget_floor``).
 
     The cadence is how late a pod that gets stuck after this look is first
-    seen; poll mode sees it within one PENDING wait (30-60 s), but also fails
-    it up to one PENDING wait after its grace ends, where this rule fails it
-    within a second. A pod timed from the first look that sees it stuck
-    (Unschedulable, NeverSchedulable, WaitingForCapacity, a pull error that may
-    heal, CreateContainerConfigError) is then failed at the latest 120 s +
-    its grace + 1 s after it got stuck, with the defaults, against 60 s +
-    grace + 60 s: no later. A pull that can never succeed is timed from the
-    pod's start: a pod that starts after this look cannot fail before this look
-    + ``image_error_grace_seconds``, the shortest grace; only a pull error of a
+    seen; poll mode sees it within one PENDING wait (30-60 s, plus its
+    jitter), but also fails it up to one PENDING wait after its grace ends,
+    where this rule fails it within a second. A pod timed from the first look
+    that sees it stuck (Unschedulable, NeverSchedulable, WaitingForCapacity, a
+    pull error that may heal, CreateContainerConfigError) is then failed at
+    the latest 120 s + 12 s of jitter + its grace + 1 s after it got stuck,
+    with the defaults, against 66 s + grace + 66 s: no later, to the second.
+    A pull that can never succeed is timed from the pod's start: a pod that
+    starts after this look cannot fail before this look +
+    ``image_error_grace_seconds``, the shortest grace; only a pull error of a
     pod that started longer ago than that (a later container's image) is seen
     up to one cadence after it appears (poll mode: one PENDING wait). A long
     grace does not stretch the cadence: a pod waiting 6 h for capacity can
@@ -180,18 +192,20 @@ def callback_wait(state: PollState, settings: Settings, starting: Starting | Non
     seen = starting or Starting()
     bounds = settings.wait_bounds
     pods_read = state.submitted_at + settings.diagnose_after_seconds + 1
-    if state.now < pods_read:
-        moments = [pods_read]
-    else:
-        shortest = min(grace_seconds(grace, settings) for grace in Grace)
-        moments = [state.now + max(shortest, next_wait(state, bounds))]
+    moments = [pods_read] if state.now < pods_read else []
     if not seen.reconciled:
         moments.append(state.submitted_at + settings.operator_timeout_seconds + 1)
     if not seen.visible:
         moments.append(state.submitted_at + settings.not_found_grace_seconds)
     if seen.stuck_until is not None:
         moments.append(seen.stuck_until + 1)
-    due = min(t for t in moments if t > state.now)  # the first is always ahead: a moment past is no reason
+    due = min((t for t in moments if t > state.now), default=math.inf)  # a moment past is no reason to look
+    if state.now >= pods_read:
+        shortest = min(grace_seconds(grace, settings) for grace in Grace)
+        cadence = math.ceil(max(shortest, next_wait(state, bounds)))
+        paced = state.now + (spread(cadence) if spread else cadence)
+        if paced < due and due - paced >= bounds.min_seconds:
+            due = paced
     wait = max(due - state.now, bounds.min_seconds, budget_floor(state, bounds, bounds.running_max_seconds))
     whole = max(1, math.ceil(min(wait, settings.safety_poll_seconds, left)))
     # ceil(left) can pass the deadline when left carries float noise (as in next_wait).
