@@ -31,7 +31,10 @@ HISTORY_CAP = 25_000
 #   Task    TaskStateEntered, TaskScheduled, TaskStarted, TaskSucceeded, TaskStateExited
 #   Wait    WaitStateEntered, WaitStateExited (and Choice, Pass, Succeed alike)
 #   Fail    FailStateEntered (the ExecutionFailed that follows is the execution's own)
+# A task that waits for a task token also writes TaskSubmitted (its Lambda answered; the wait begins),
+# and ends in TaskSucceeded or, at its timeout, TaskTimedOut.
 HISTORY_EVENTS_PER_STATE = {"Task": 5, "Wait": 2, "Choice": 2, "Pass": 2, "Succeed": 2, "Fail": 1}
+TOKEN_WAIT_EXTRA_EVENTS = 1
 EXECUTION_EVENTS = 2  # ExecutionStarted, and ExecutionSucceeded or ExecutionFailed
 LAMBDA_RESOURCES = ("arn:aws:states:::lambda:invoke", "arn:aws:lambda:")
 
@@ -160,7 +163,9 @@ def walk(definition: dict[str, Any], poll_state: str, phases: Sequence[str], ini
 
 def history_events(definition: dict[str, Any], path: Iterable[str]) -> int:
     states = definition["States"]
-    return EXECUTION_EVENTS + sum(HISTORY_EVENTS_PER_STATE[states[name]["Type"]] for name in path)
+    written = [states[name] for name in path]
+    extra = sum(TOKEN_WAIT_EXTRA_EVENTS for state in written if _waits_for_token(state))
+    return EXECUTION_EVENTS + extra + sum(HISTORY_EVENTS_PER_STATE[state["Type"]] for state in written)
 
 
 def lambda_invocations(definition: dict[str, Any], path: Iterable[str]) -> int:

@@ -8,11 +8,13 @@ a callback wait moves it on in steps while no answer comes.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 
 from harness.local import LocalJobsync
+from jobsync import clock as jobsync_clock
 from tests.support.lambdas import QUIET, load_event
 
 CALLBACK = {**QUIET, "JOBSYNC_COMPLETION_MODE": "callback"}
@@ -75,3 +77,21 @@ def test_a_second_event_for_an_ended_execution_changes_nothing(copies):
     assert [o["resumed"] for o in outcomes].count(True) == 1
     assert len(outcomes) >= copies
     assert all("no execution waits" in o["why"] for o in outcomes if not o["resumed"])
+
+
+def test_the_benchmarks_callback_cost_model_counts_what_the_execution_entered():
+    from bench.statemachine import cost_models
+
+    model = cost_models()["callback"]
+    with LocalJobsync("success", {"pending_s": 400, "run_s": 2 * 3600}, env=CALLBACK) as local:
+        result = local.run(load_event("run-job-input.json"), name="callback-cost", timeout_s=120)
+        assert result.status == "SUCCEEDED"
+        history = local.sfn.history(result.execution_arn)
+        looks = len(calls(local, "jobsync-status")) + 1  # the timed-out Awaits' polls, then the event's resume
+        entered = sum(1 for event in history if event["type"].endswith("StateEntered"))
+        assert entered == model.transitions(looks) and len(history) == model.events(looks)
+        # While PENDING: the first pod check 121 s after submission, then every shortest grace (120 s, jittered).
+        submitted = jobsync_clock.parse(result.output["submittedAt"]) or 0.0
+        pending = [p.at - submitted for p in result.polls if p.phase == "PENDING"]
+        assert pending[0] == 121 and all(120 <= b - a <= 132 for a, b in itertools.pairwise(pending))
+        assert len(pending) == 3  # 121, ~241, ~361: the job runs from 400 s on
