@@ -38,7 +38,7 @@ def test_a_four_hour_job_resumes_on_its_event_in_a_few_transitions():
         assert result.output["phase"] == "SUCCEEDED"
         resumed = [c.result for c in calls(local, "jobsync-resume") if c.result and c.result["resumed"]]
         assert len(resumed) == 1
-        # Polls while the job starts (the policy's pace), then one safety poll an hour of the run.
+        # Polls while the job starts (the first pod check, then every shortest grace), then one an hour of the run.
         assert len(calls(local, "jobsync-status")) <= 3 + 4
         assert history_events(local, result.execution_arn) < 120  # poll mode: about 9 events a poll, 60+ polls
 

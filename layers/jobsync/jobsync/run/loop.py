@@ -104,7 +104,8 @@ def with_next_wait(
 
     The policy's wait then gets its jitter (``jitter``), a separate step, so
     jobs submitted together do not poll in lockstep; ``jitter=False`` gives
-    the policy's wait alone.
+    the policy's wait alone. In callback mode only a pending job's pace gets
+    it (``callback_wait``), never a wait for a moment a verdict falls due.
     """
     if state.terminal:
         return state.model_copy(update={"waitSeconds": 0})
