@@ -3,8 +3,9 @@
 ``harness.local.LocalJobsync`` runs the whole service in this process on the
 real clock (``WallClock``): the real state machine in moto's interpreter, the
 real handlers, the local Kubernetes API and the operator simulator stepping on
-a thread of its own. In callback mode the notifier watches the API on its
-threads and publishes to moto's EventBridge, whose rule invokes the resume
+a thread of its own. In callback mode the notifier runs as its own process
+(``python -m jobsync_notifier``), watches the API over HTTP and publishes over
+HTTP to moto's EventBridge in this process, whose rule invokes the resume
 Lambda, which calls SendTaskSuccess; in watch mode each Status holds a real
 (wall-clock) watch.
 

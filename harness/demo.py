@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         "--mode",
         choices=sorted(MODES),
         default="poll",
-        help="how the execution learns the job ended (callback runs the notifier beside the local API)",
+        help="how the execution learns the job ended (callback runs the notifier as a process beside the cluster's "
+        "API; its log goes to standard error)",
     )
     args = parser.parse_args(argv)
 

@@ -8,13 +8,18 @@
 - moto's Amazon States Language interpreter (harness.sfn) executing
   statemachine/run_job.asl.json, its Lambda tasks calling the real handlers
   in functions/*/app.py in-process;
-- one virtual clock for all of it, so hours of training pass in seconds.
+- one virtual clock for all of it, so hours of training pass in seconds;
+- in callback mode, the notifier as the process it is when deployed
+  (harness.notifier_process), watching the local API (or the kubeconfig's
+  cluster) over HTTP and putting its events on the local bus over HTTP
+  (harness.aws_server), where the stack's rule invokes the resume function.
 
 The demo (harness.demo), the tests and the benchmark all run through here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -28,8 +33,10 @@ from typing import Any
 
 import yaml
 
+from harness.aws_server import client_env, endpoint, moto_server
 from harness.clock import VirtualClock
 from harness.kubeapi import KubeAPI
+from harness.notifier_process import NotifierProcess, deployed_env
 from harness.operator_sim import OperatorSim
 from harness.sfn import LocalStepFunctions
 from jobsync import clock as jobsync_clock
@@ -139,6 +146,9 @@ class LocalJobsync:
         max_step: float | None = 30.0,
         notifier: bool = True,
         execution_events: bool = False,
+        notifier_kubeconfig: str | None = None,
+        notifier_log: Path | None = None,
+        notifier_env: dict[str, str] | None = None,
     ) -> None:
         self.scenario = scenario
         self.timings = timings or {}
@@ -158,9 +168,15 @@ class LocalJobsync:
         self.sfn: LocalStepFunctions | None = None
         self._saved_env: dict[str, str | None] = {}
         self._state_machine_arn = ""
-        # Callback mode: the notifier runs beside the local API unless a test starts it itself.
+        # Callback mode: the notifier runs as a process beside the API unless a test starts it itself.
+        # Against a kubeconfig's cluster it uses ``notifier_kubeconfig`` (its own identity) or that kubeconfig.
         self.notifier_enabled = self.env.get("JOBSYNC_COMPLETION_MODE") == "callback" and notifier
-        self.notifier: Any = None
+        self.notifier_kubeconfig = notifier_kubeconfig
+        self.notifier_log = notifier_log
+        self.notifier_env = notifier_env or {}  # over the deployed settings (POWERTOOLS_LOG_LEVEL, ...)
+        self.notifier: NotifierProcess | None = None
+        self._aws_server: contextlib.ExitStack | None = None
+        self._aws_url = ""
         # template.yaml's ExecutionEnded rule: a RunJob execution that ends ABORTED, TIMED_OUT or FAILED
         # sends its status change event to the cleanup function (off by default: most tests call cleanup themselves).
         self.execution_events = execution_events
@@ -184,10 +200,11 @@ class LocalJobsync:
             self.api = KubeAPI(clock=self.clock.now).start()
             self.api.register_crd(pytorchjob_crd())
             self.api.create_namespace(NAMESPACE)
-            if not self.notifier_enabled:
-                # Watch mode: a watch waits on virtual time. The notifier's watches (callback mode) wait on the
-                # wall clock instead: on virtual time they would move the clock on between the execution's
-                # steps, and a callback wait would then time out later than its TimeoutSeconds.
+            # On the wall clock a watch lasts its real timeoutSeconds. On virtual time watch mode's watches wait
+            # on that clock; the notifier's watches (callback mode) wait on the wall clock instead: on virtual
+            # time they would move the clock on between the execution's steps, and a callback wait would then
+            # time out later than its TimeoutSeconds.
+            if not isinstance(self.clock, WallClock) and not self.notifier_enabled:
                 self.api.virtual_watch = self.clock.advance
             self.sim = OperatorSim(self.api, self.clock.now, default_scenario=self.scenario)
             self.clock.on_advance(lambda _now: self.sim.step() if self.sim else None)
@@ -197,6 +214,9 @@ class LocalJobsync:
         jobsync_cluster.reset_cache()
         handlers = {f"jobsync-{name}": load_handler(name).lambda_handler for name in FUNCTIONS}
         self.sfn = LocalStepFunctions(handlers, clock=self.clock).__enter__()
+        if isinstance(self.clock, WallClock):
+            # A token wait moves a wall clock by sleeping: in 30 s steps a SendTaskSuccess would wait out the step.
+            self.sfn.callback_step_seconds = 0.01
         self._state_machine_arn = self.sfn.create_state_machine(
             DEFINITION.read_text(),
             STATE_MACHINE,
@@ -218,7 +238,7 @@ class LocalJobsync:
         if self.execution_events:
             self._make_execution_ended_rule()
         runtime.reset()
-        if self.notifier_enabled and self.api:
+        if self.notifier_enabled:
             self.start_notifier()
 
     def _make_callback_resources(self) -> None:
@@ -269,25 +289,52 @@ class LocalJobsync:
         target = {"Id": "cleanup", "Arn": self.sfn.function_arn("jobsync-cleanup")}
         events.put_targets(Rule="execution-ended", Targets=[target])
 
-    def start_notifier(self) -> None:
-        """The notifier against the local API, publishing to the local bus (in this process, on its threads)."""
-        from jobsync.settings import ClusterSettings, Settings
-        from jobsync_notifier.notifier import Notifier
-        from jobsync_notifier.settings import NotifierSettings
+    def start_notifier(self) -> NotifierProcess:
+        """``python -m jobsync_notifier`` against the cluster, publishing to the local bus; returns once ready.
 
-        assert self.api
-        client = jobsync_cluster.get_api_client(ClusterSettings(mode="url", url=self.api.url))
-        settings = NotifierSettings(event_bus_name=EVENT_BUS, health_port=0, watch_timeout_seconds=5)
-        self.notifier = Notifier(client, Settings.from_env(), settings).start()
-        self.notifier.wait_synced(10)
+        Configured as its Deployment configures it (the namespace, kinds, bus and log level of this run),
+        but for the cluster (the local API's URL, or a kubeconfig) and AWS (this process's moto backends
+        over HTTP). Its watches wait on the wall clock (``_start``: on virtual time they would move the
+        clock), and are short, as the in-process run has always had them.
+        """
+        if self.notifier is not None and self.notifier.running:
+            raise RuntimeError("the notifier is already running; stop_notifier() or kill_notifier() first")
+        assert self.sfn
+        env = deployed_env(
+            os.environ["JOBSYNC_NAMESPACE"], os.environ["JOBSYNC_ALLOWED_KINDS"], EVENT_BUS, self.sfn.region
+        )
+        if self.api:
+            env.update(JOBSYNC_CLUSTER_MODE="url", JOBSYNC_KUBE_URL=self.api.url)
+        elif self.kubeconfig:
+            env.update(JOBSYNC_CLUSTER_MODE="kubeconfig", KUBECONFIG=self.notifier_kubeconfig or self.kubeconfig)
+        env["JOBSYNC_WATCH_TIMEOUT_SECONDS"] = os.environ.get("JOBSYNC_WATCH_TIMEOUT_SECONDS", "5")
+        env["POWERTOOLS_LOG_LEVEL"] = os.environ.get("POWERTOOLS_LOG_LEVEL", env["POWERTOOLS_LOG_LEVEL"])
+        env = {**client_env(self._aws_endpoint(), base={}, service="EventBridge"), **env, **self.notifier_env}
+        self.notifier = NotifierProcess(env, log=self.notifier_log).start()
+        return self.notifier
+
+    def _aws_endpoint(self) -> str:
+        """The URL of this process's moto backends over HTTP (harness.aws_server), served from first use."""
+        if self._aws_server is None:
+            self._aws_server = contextlib.ExitStack()
+            self._aws_url = endpoint(self._aws_server.enter_context(moto_server()))
+        return self._aws_url
 
     def stop_notifier(self) -> None:
+        """SIGTERM, as Kubernetes stops a pod; SIGKILL if it does not end in time."""
         if self.notifier:
             self.notifier.stop()
-            self.notifier = None
+
+    def kill_notifier(self) -> None:
+        """SIGKILL, as a crash: nothing it was doing is finished."""
+        if self.notifier:
+            self.notifier.kill()
 
     def __exit__(self, *exc: object) -> None:
         self.stop_notifier()
+        if self._aws_server is not None:
+            self._aws_server.close()
+            self._aws_server = None
         if self.sfn:
             self.sfn.__exit__(None, None, None)
             self.sfn = None

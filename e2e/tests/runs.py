@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client
 
 from e2e.controlplane import (
@@ -31,6 +32,7 @@ from e2e.controlplane import (
 from e2e.tests.jobs import REPO, wait_for
 from harness.local import LocalJobsync, RunResult
 from jobsync import rbac
+from jobsync.evaluation.kinds import KindSpec
 from jobsync.run.manifests import EXECUTION_LABEL, execution_label, job_name
 from jobsync.settings import parse_allowed_kinds
 
@@ -165,13 +167,65 @@ def can(cp: ControlPlane, verb: str, group: str, resource: str, namespace: str =
 
 @contextlib.contextmanager
 def jobsync_run(
-    cp: ControlPlane, env: Mapping[str, str] | None = None, kinds: str = "PyTorchJob", notifier: bool = False
+    cp: ControlPlane,
+    env: Mapping[str, str] | None = None,
+    kinds: str = "PyTorchJob",
+    notifier: bool = False,
+    notifier_env: Mapping[str, str] | None = None,
 ) -> Iterator[LocalJobsync]:
-    """LocalJobsync against the e2e API server as jobsync-lambda, with the fast bounds."""
+    """LocalJobsync against the e2e API server as jobsync-lambda, with the fast bounds.
+
+    With ``notifier`` (callback mode) the notifier runs as a process, as its service account
+    (``notifier_kubeconfig``), logging to ``logs/notifier.log`` in the control plane's folder.
+    """
     kubeconfig = str(cp.write_kubeconfig("jobsync"))
     full_env = {**FAST, "JOBSYNC_NAMESPACE": JOB_NAMESPACE, "JOBSYNC_ALLOWED_KINDS": kinds, **(env or {})}
-    with LocalJobsync(env=full_env, kubeconfig=kubeconfig, notifier=notifier) as local:
+    identity = str(notifier_kubeconfig(cp, kinds)) if notifier else None
+    with LocalJobsync(
+        env=full_env,
+        kubeconfig=kubeconfig,
+        notifier=notifier,
+        notifier_kubeconfig=identity,
+        notifier_log=cp.logs_dir / "notifier.log",
+        notifier_env=dict(notifier_env or {}),
+    ) as local:
         yield local
+
+
+def notifier_kubeconfig(cp: ControlPlane, kinds: str = "PyTorchJob") -> Path:
+    """A kubeconfig for the notifier's ServiceAccount, with the Role ``jobsync rbac --notifier`` renders.
+
+    What the Deployment's pod would have: a token of ``jobsync-notifier`` (TokenRequest, as the kubelet
+    asks for a projected token), allowed list and watch on the kinds and nothing else. Waits until the
+    authorizer counts the Role.
+    """
+    cp.apply(rbac.notifier(JOB_NAMESPACE, parse_allowed_kinds(kinds)))
+    account = f"/api/v1/namespaces/{JOB_NAMESPACE}/serviceaccounts/{rbac.NOTIFIER_NAME}/token"
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
+    resp = cp.request("POST", account, request)
+    assert resp.status == 201, resp.body
+    user = f"system:serviceaccount:{JOB_NAMESPACE}:{rbac.NOTIFIER_NAME}"
+    for spec in parse_allowed_kinds(kinds):
+        for verb in ("list", "watch"):
+            wait_for(f"the notifier may {verb} {spec.plural}", functools.partial(allowed, cp, user, verb, spec), 10)
+    path = cp.write_kubeconfig("jobsync", path=cp.workdir / "notifier.kubeconfig")
+    config = yaml.safe_load(path.read_text())
+    config["users"] = [{"name": rbac.NOTIFIER_NAME, "user": {"token": resp.body["status"]["token"]}}]
+    config["contexts"][0]["context"]["user"] = rbac.NOTIFIER_NAME
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def allowed(cp: ControlPlane, user: str, verb: str, spec: KindSpec) -> bool:
+    """What the API server's authorizer answers for ``user`` (a SubjectAccessReview, asked as the admin)."""
+    attributes = {"namespace": JOB_NAMESPACE, "verb": verb, "group": spec.group, "resource": spec.plural}
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": user, "groups": ["system:serviceaccounts"], "resourceAttributes": attributes},
+    }
+    resp = cp.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+    return bool(resp.status == 201 and resp.body["status"].get("allowed"))
 
 
 def execution_arn(local: LocalJobsync, name: str) -> str:

@@ -1,15 +1,18 @@
 """Callback mode through the real state machine: the notifier's event resumes the execution.
 
-The notifier runs on its own threads against the local Kubernetes API and
-publishes to moto's EventBridge; the stack's rule invokes the resume Lambda
-(harness hook), which hands the loop state to SendTaskSuccess. Time is virtual;
-a callback wait moves it on in steps while no answer comes.
+The notifier runs as its own process (``python -m jobsync_notifier``, as deployed)
+against the local Kubernetes API over HTTP and publishes over HTTP to moto's
+EventBridge in this process; the stack's rule invokes the resume Lambda (harness
+hook), which hands the loop state to SendTaskSuccess. Time is virtual; a callback
+wait moves it on in steps while no answer comes.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
+import time
 
 import pytest
 
@@ -77,6 +80,85 @@ def test_a_second_event_for_an_ended_execution_changes_nothing(copies):
     assert [o["resumed"] for o in outcomes].count(True) == 1
     assert len(outcomes) >= copies
     assert all("no execution waits" in o["why"] for o in outcomes if not o["resumed"])
+
+
+def test_the_notifier_is_a_process_of_its_own_configured_as_deployed_and_gone_after_the_run():
+    with LocalJobsync("success", {"pending_s": 60, "run_s": 1800}, env=CALLBACK) as local:
+        notifier = local.notifier
+        assert notifier and notifier.running and notifier.pid != os.getpid()
+        assert os.readlink(f"/proc/{notifier.pid}/exe") == os.readlink(f"/proc/{os.getpid()}/exe")
+        env = notifier.env
+        assert env["JOBSYNC_CLUSTER_MODE"] == "url" and env["JOBSYNC_KUBE_URL"] == local.api.url
+        assert env["JOBSYNC_EVENT_BUS_NAME"] == "jobsync-jobs" and env["JOBSYNC_NAMESPACE"] == "ml-training"
+        assert env["AWS_ENDPOINT_URL_EVENTBRIDGE"].startswith("http://127.0.0.1:")
+        assert env["AWS_ACCESS_KEY_ID"] == "testing" and "AWS_ENDPOINT_URL" not in env
+        status, ready = notifier.health("/readyz")  # its Deployment's readiness probe
+        assert status == 200 and ready["ready"] and ready["kinds"]["PyTorchJob"]["synced"], ready
+        result = local.run(load_event("run-job-input.json"), name="callback-process", timeout_s=120)
+        assert result.status == "SUCCEEDED"
+        pid = notifier.pid
+    assert not notifier.running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # ended and reaped: no orphan
+
+
+def test_a_failing_run_leaves_no_notifier_behind():
+    with pytest.raises(RuntimeError, match="a test fails here"), LocalJobsync(env=CALLBACK) as local:
+        pid = local.notifier.pid
+        raise RuntimeError("a test fails here")
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_the_execution_ends_within_a_second_of_the_jobs_end_on_the_wall_clock():
+    """make demo MODE=callback: from the simulator's write of the job's end to the execution's end, real time."""
+    with LocalJobsync("success", FOUR_HOURS, env=CALLBACK) as local:
+        ended: list[float] = []
+        write = local.sim._write
+
+        def recorded(track, job, status, now):
+            if status.get("completionTime") and not ended:
+                ended.append(time.monotonic())
+            write(track, job, status, now)
+
+        local.sim._write = recorded
+        result = local.run(load_event("run-job-input.json"), name="callback-wall", timeout_s=120)
+        finished = time.monotonic()
+        assert result.status == "SUCCEEDED"
+        assert [c.result["resumed"] for c in calls(local, "jobsync-resume") if c.result] == [True]
+    delay = finished - ended[0]
+    print(f"the execution ended {delay:.3f}s (wall) after the job's end")
+    assert delay < 1.0, delay
+
+
+def test_a_job_that_ends_before_its_token_is_stored_resumes_at_the_awaits_first_look():
+    """The first Await runs only once the job has ended and the notifier's event has found no token."""
+    with LocalJobsync("success", {"pending_s": 60, "run_s": 600}, env=CALLBACK) as local:
+        original = local.sfn.handlers["jobsync-await"]
+        held: list[bool] = []
+
+        def late_await(event, context):
+            if not held:
+                held.append(True)
+                job = ("kubeflow.org", "v1", "pytorchjobs", "ml-training", event["state"]["job"]["name"])
+                deadline = time.monotonic() + 30
+                while not local.jobs_left() or local.jobs_left()[0]["phase"] != "SUCCEEDED":
+                    assert time.monotonic() < deadline, local.api.get(job)
+                    local.clock.advance(30)
+                while not calls(local, "jobsync-resume") or calls(local, "jobsync-resume")[0].result is None:
+                    assert time.monotonic() < deadline, "the notifier's event never came"
+                    time.sleep(0.01)
+            return original(event, context)
+
+        local.sfn.handlers["jobsync-await"] = late_await
+        result = local.run(load_event("run-job-input.json"), name="callback-early", timeout_s=120)
+        assert result.status == "SUCCEEDED", result.cause
+        awaits = calls(local, "jobsync-await")
+        assert len(awaits) == 1 and awaits[0].result == {"phase": "SUCCEEDED", "terminal": True}
+        assert calls(local, "jobsync-status") == []
+        outcomes = [c.result for c in calls(local, "jobsync-resume")]
+        assert outcomes and not any(o["resumed"] for o in outcomes)
+        assert all("no execution waits" in o["why"] for o in outcomes)
 
 
 def test_the_benchmarks_callback_cost_model_counts_what_the_execution_entered():

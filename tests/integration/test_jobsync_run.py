@@ -5,22 +5,17 @@ execution that the subprocess starts over HTTP runs the real state machine with
 the harness's in-process handlers, simulated cluster and virtual clock: hours of
 Wait states pass at once, and the subprocess reads the history moto records.
 
-moto's server mode (``moto.server.ThreadedMotoServer``) needs Flask (moto[server]);
-without it the same dispatch runs under a plain werkzeug server (``_WerkzeugServer``):
-the request, re-addressed to the service's AWS host, goes to moto's own request
-router, the one ``mock_aws`` uses for in-process clients.
+The server is the harness's (``harness.aws_server.moto_server``): moto's server mode,
+or without Flask the same dispatch under a plain werkzeug server.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import subprocess
 import sys
-import threading
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +23,7 @@ from typing import Any
 import boto3
 import pytest
 
+from harness.aws_server import MOTO_CLOUDFORMATION, WerkzeugMotoServer, client_env, endpoint, moto_server
 from harness.demo import clock_text
 from harness.local import LocalJobsync
 from jobsync import follow
@@ -42,122 +38,9 @@ STACK_TEMPLATE = {
 }
 
 
-class _WerkzeugServer:
-    """moto's server mode without Flask: each request re-addressed to its AWS host and handed to moto's router."""
-
-    def __init__(self) -> None:
-        from werkzeug.serving import WSGIRequestHandler, make_server
-
-        class QuietHandler(WSGIRequestHandler):
-            def log_request(self, *args: Any, **kwargs: Any) -> None:
-                pass
-
-        self.stacks: dict[str, str] = {}  # stack name -> StateMachineArn, when moto's CloudFormation cannot load
-        self._server = make_server("127.0.0.1", 0, self._app, threaded=True, request_handler=QuietHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def _app(self, environ: dict, start_response: Any) -> Any:
-        from botocore.awsrequest import AWSPreparedRequest
-        from botocore.compat import HTTPHeaders
-        from moto.core.botocore_stubber import BotocoreStubber
-        from werkzeug.wrappers import Request, Response
-
-        request = Request(environ)
-        scope = re.search(r"Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/", request.headers.get("Authorization", ""))
-        if not scope:
-            return Response("unsigned request", status=400)(environ, start_response)
-        region, service = scope.groups()
-        if service == "cloudformation" and not MOTO_CLOUDFORMATION:
-            return _describe_stacks(self.stacks, request)(environ, start_response)
-        host = f"{service}.{region}.amazonaws.com"
-        headers = HTTPHeaders()
-        for key, value in request.headers.items():
-            headers[key] = host if key.lower() == "host" else value
-        url = f"https://{host}{request.full_path.rstrip('?')}"
-        answer = BotocoreStubber().process_request(
-            AWSPreparedRequest(request.method, url, headers, request.get_data(), False)
-        )
-        status, response_headers, body = answer or (404, {}, f"no moto backend for {service}")
-        return Response(body, status=status, headers=dict(response_headers))(environ, start_response)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def get_host_and_port(self) -> tuple[str, int]:
-        return "127.0.0.1", self._server.server_port
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._thread.join(5)
-
-
-def _moto_cloudformation() -> bool:
-    try:
-        import moto.cloudformation.models  # noqa: F401  (it imports every service's models)
-    except ImportError:  # openapi-spec-validator and the like, of moto[cloudformation], are missing
-        return False
-    return True
-
-
-MOTO_CLOUDFORMATION = _moto_cloudformation()
-
-
-def _describe_stacks(stacks: dict[str, str], request: Any) -> Any:
-    """DescribeStacks as CloudFormation answers it (query protocol), for the stacks the test created."""
-    from werkzeug.wrappers import Response
-
-    name = request.form.get("StackName", "")
-    if request.form.get("Action") != "DescribeStacks" or name not in stacks:
-        error = f"Stack with id {name} does not exist" if name else "unsupported"
-        body = (
-            "<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code>"
-            f"<Message>{error}</Message></Error><RequestId>1</RequestId></ErrorResponse>"
-        )
-        return Response(body, status=400, content_type="text/xml")
-    body = (
-        '<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
-        f"<DescribeStacksResult><Stacks><member><StackName>{name}</StackName>"
-        f"<StackId>arn:aws:cloudformation:us-east-1:123456789012:stack/{name}/1</StackId>"
-        "<CreationTime>2025-01-01T00:00:00Z</CreationTime><StackStatus>CREATE_COMPLETE</StackStatus>"
-        "<Outputs><member><OutputKey>StateMachineArn</OutputKey>"
-        f"<OutputValue>{stacks[name]}</OutputValue></member></Outputs>"
-        "</member></Stacks></DescribeStacksResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata>"
-        "</DescribeStacksResponse>"
-    )
-    return Response(body, status=200, content_type="text/xml")
-
-
-@contextlib.contextmanager
-def moto_server() -> Iterator[Any]:
-    """An HTTP endpoint on 127.0.0.1 and a free port, served from this process's moto backends."""
-    try:
-        with warnings.catch_warnings():  # moto warns before it fails to import Flask
-            warnings.simplefilter("ignore")
-            from moto.server import ThreadedMotoServer
-
-        server: Any = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    except ImportError:  # no Flask: moto[server] is not installed
-        server = _WerkzeugServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def jobsync(endpoint: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """``python -m jobsync ARGS`` as a developer runs it, against ``endpoint``, with fake credentials."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
-    env.update(
-        PYTHONPATH="layers/jobsync",
-        AWS_ENDPOINT_URL=endpoint,
-        AWS_ACCESS_KEY_ID="testing",
-        AWS_SECRET_ACCESS_KEY="testing",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_CONFIG_FILE=os.devnull,
-        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
-        AWS_MAX_ATTEMPTS="2",
-    )
+    env = {**client_env(endpoint), "PYTHONPATH": "layers/jobsync"}
     return subprocess.run(
         [sys.executable, "-m", "jobsync", *args],
         capture_output=True,
@@ -175,8 +58,7 @@ class Service:
     def __init__(self, local: LocalJobsync, server: Any) -> None:
         self.local = local
         self.server = server
-        host, port = server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
+        self.endpoint = endpoint(server)
         self.sfn = boto3.client("stepfunctions", region_name="us-east-1")  # in-process, through mock_aws
         self.state_machine_arn = self.sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
 
@@ -188,7 +70,7 @@ class Service:
         if MOTO_CLOUDFORMATION:
             template = json.dumps(STACK_TEMPLATE).replace("{arn}", self.state_machine_arn)
             boto3.client("cloudformation", region_name="us-east-1").create_stack(StackName=name, TemplateBody=template)
-        elif isinstance(self.server, _WerkzeugServer):
+        elif isinstance(self.server, WerkzeugMotoServer):
             self.server.stacks[name] = self.state_machine_arn
         else:
             pytest.skip("moto's CloudFormation cannot be imported here (moto[cloudformation] extras missing)")

@@ -185,9 +185,10 @@ class Settings(_FromEnvironment):
     completion_mode: CompletionMode = Field(
         "poll", description="How an execution learns the job ended: poll, watch, or callback (the notifier's events)."
     )
+    # The template's SafetyPollSeconds keeps deployments at 60 s or more; the local tiers go lower.
     safety_poll_seconds: int = Field(
         3600,
-        ge=60,
+        ge=1,
         description="Callback mode: the longest wait for an event before one ordinary poll (a dead notifier's cost).",
     )
     table_name: str = Field("", description="Callback mode and learned hints: the stack's DynamoDB table.")
