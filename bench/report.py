@@ -8,7 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.simulate import SAFETY_POLL_SECONDS, policy_settings, standard_policies
 from jobsync.run.policy import WaitBounds
+from jobsync.run.stuck import Grace, grace_seconds
 
 POLICY_ORDER = ("seed-600", "fixed-60", "default", "default-hint20")
 WATCH_NOTE = (
@@ -18,9 +20,10 @@ WATCH_NOTE = (
 )
 CALLBACK_NOTE = (
     "the notifier's event resumes the execution, after the delays measured end to end (below); while PENDING "
-    "each Await times out at the policy's wait and runs one Status, while RUNNING once every 3,600 s "
-    "(SafetyPollSeconds' default). Lambda: Submit, every Await (stores the token, looks once), every Status, "
-    "Cleanup, and the resume function"
+    "each Await times out when a stuck start could first be decided (jobsync.run.loop.callback_wait: the first "
+    "pod check 121 s after submission, then every shortest grace, 120 s) and runs one Status, while RUNNING once "
+    "every 3,600 s (SafetyPollSeconds' default). Lambda: Submit, every Await (stores the token, looks once), "
+    "every Status, Cleanup, and the resume function"
 )
 LEARNED_NOTE = (
     "the policy given a learned hint: each job's family runs its typical length x U(0.7, 1.3), and the hint "
@@ -300,16 +303,23 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
     if callback and seed:
         safety = callback_safety_intervals(results)
         limit = 15 + 3 * safety
+        model = results["cost_model"]["callback"]
+        per = model["transitions_per_poll"]
+        once = model["transitions_fixed"] + per  # the execution that looks once: the resume
+        pending, running = callback["pending_polls_per_job"], callback["running_polls_per_job"] - 1
+        first_check, cadence = callback_pending_pace()
         add(
             "callback: state transitions per job <= 15 + 3 per safety interval",
             f"{_s(callback['transitions_per_job'])} vs 15 + 3 x {safety:.2f} = {_s(limit)} "
-            f"({callback['pending_polls_per_job']:.1f} PENDING looks, "
-            f"{callback['running_polls_per_job'] - 1:.1f} safety polls per job)",
+            f"({pending:.1f} PENDING looks, {running:.1f} safety polls per job)",
             callback["transitions_per_job"] <= limit,
-            f"every look while the job is PENDING costs 3 transitions (Await, Status, IsDone): the Await times out "
-            f"at the policy's PENDING wait (30-60 s, so stuck pods show), {callback['pending_polls_per_job']:.1f} "
-            "times for the workload's 0-10 min PENDING spells; the event rule resumes only on the end. "
-            f"Without them: {_s(callback['transitions_per_job'] - 3 * callback['pending_polls_per_job'])}",
+            f"each look costs {per} transitions (Await, Status, IsDone). A PENDING look has value only where a "
+            f"stuck start could be decided: the first pod check {first_check} s after submission, then one every "
+            f"shortest grace ({cadence} s), so that a stuck pod's verdict comes no later than in poll mode: "
+            f"{pending:.1f} per job for the workload's 0-10 min PENDING spells. With the {running:.1f} looks once "
+            f"it runs (the one that sees it start, then one per safety interval) on the execution that looks once "
+            f"({once}), the target leaves {(limit - once - per * running) / per:.1f} PENDING looks per job. "
+            f"Without them: {_s(callback['transitions_per_job'] - per * pending)}",
         )
         if watch:
             ratio = callback["lambda_gb_s_per_job"] / watch["lambda_gb_s_per_job"]
@@ -320,15 +330,19 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
                 "",
             )
         ratio = callback["cost_per_1000_jobs_usd"] / seed["cost_per_1000_jobs_usd"]
+        price = results["prices"]["step_functions_standard_usd_per_1000_transitions"]
         add(
             "callback: USD per 1,000 jobs <= 0.1x seed-600 (the notifier apart)",
             f"{callback['cost_per_1000_jobs_usd']:.3f} vs {seed['cost_per_1000_jobs_usd']:.3f} = {ratio:.2f}x; "
             f"the notifier: USD {notifier_month_usd():.2f} a month per cluster, whatever the jobs",
             ratio <= 0.1,
             f"0.1x is USD {0.1 * seed['cost_per_1000_jobs_usd']:.3f} per 1,000 jobs, "
-            f"{0.1 * seed['cost_per_1000_jobs_usd'] / 0.025:.1f} transitions per job at USD 0.025 per 1,000; the "
-            f"fixed path alone is 7 and each of the "
-            f"{callback['polls_per_job'] - 1:.1f} looks per job (PENDING looks and safety polls) 3 more",
+            f"{0.1 * seed['cost_per_1000_jobs_usd'] / price:.1f} transitions per job at USD {price} per 1,000 "
+            f"(Lambda apart). The execution that looks once is {once}, and a safety poll every "
+            f"{SAFETY_POLL_SECONDS:,} s of the mean {callback['mean_running_seconds'] / 3600:.1f} h run adds "
+            f"{per} x {safety:.2f}: {_s(once + per * safety)} transitions, USD {(once + per * safety) * price:.3f} "
+            f"per 1,000 jobs, before any PENDING look (measured: {pending:.1f} PENDING looks, {running:.1f} safety "
+            "polls)",
         )
         e2e = (results.get("end_to_end") or {}).get("callback")
         add(
@@ -424,9 +438,14 @@ def notifier_month_usd() -> float:
 
 def callback_safety_intervals(results: dict[str, Any]) -> float:
     """Safety intervals per job: the workload's mean RUNNING time over SafetyPollSeconds."""
-    from bench.simulate import SAFETY_POLL_SECONDS
-
     return float(results["callback"]["mean_running_seconds"]) / SAFETY_POLL_SECONDS
+
+
+def callback_pending_pace() -> tuple[int, int]:
+    """Callback mode's PENDING looks as the benchmark's callback policy sets them (jobsync.run.loop.callback_wait):
+    seconds from submission to the first pod check, and the shortest grace (the cadence after it)."""
+    settings = policy_settings(next(p for p in standard_policies() if p.safety_poll_seconds))
+    return settings.diagnose_after_seconds + 1, min(grace_seconds(g, settings) for g in Grace)
 
 
 def _hint_transitions_why(hint: dict[str, Any], seed: dict[str, Any]) -> str:

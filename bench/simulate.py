@@ -11,6 +11,7 @@ ended is noticed at the first poll at or after its end. Execution latency
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,7 +22,9 @@ from bench.statemachine import HISTORY_CAP, CostModel
 from bench.workload import Job
 from jobsync.evaluation.phase import Phase
 from jobsync.run import policy as jobsync_policy
+from jobsync.run.loop import Starting, callback_wait
 from jobsync.run.policy import PollState, WaitBounds, budget_floor, next_wait
+from jobsync.settings import Settings
 
 DAY = 86_400
 SIM_DEADLINE_S = 7 * DAY  # generous: no job in the workload reaches it
@@ -57,6 +60,8 @@ class Policy:
     watch_seconds: int = 0
     # Callback mode (JOBSYNC_SAFETY_POLL_SECONDS): a running job is looked at this often; its end comes as an event.
     safety_poll_seconds: int = 0
+    # Callback mode: Settings fields to change from their defaults, e.g. ("image_error_grace_seconds", 300).
+    settings: tuple[tuple[str, int], ...] = ()
     # Which hint the caller passes: the workload's ±20 % one, or the learned one (Job.learned_hint_s).
     hint_source: str = "hint_s"
     # Watch and callback: seconds from the job's end to the execution's end, one per job in turn (measured).
@@ -89,7 +94,8 @@ def standard_policies() -> list[Policy]:
         Policy(
             "callback",
             "jobsync's callback mode: the notifier's event resumes the execution; while PENDING the Await "
-            f"times out at the policy's wait, while RUNNING every {SAFETY_POLL_SECONDS} s (one safety poll)",
+            "times out when a stuck start could first be decided (the first pod check, then every shortest "
+            f"grace), while RUNNING every {SAFETY_POLL_SECONDS} s (one safety poll)",
             machine="callback",
             safety_poll_seconds=SAFETY_POLL_SECONDS,
         ),
@@ -160,18 +166,41 @@ def _hint(job: Job, policy: Policy) -> int | None:
     return int(getattr(job, policy.hint_source)) if policy.hint else None
 
 
+def policy_settings(policy: Policy) -> Settings:
+    """The deployment's settings for ``policy``: its wait bounds, safety interval and ``settings`` (callback mode)."""
+    return _settings(policy.bounds, policy.safety_poll_seconds, policy.settings)
+
+
+@functools.cache
+def _settings(bounds: WaitBounds, safety_poll_seconds: int, overrides: tuple[tuple[str, int], ...]) -> Settings:
+    return Settings(
+        min_wait_seconds=bounds.min_seconds,
+        max_wait_seconds=bounds.max_seconds,
+        pending_max_wait_seconds=bounds.pending_max_seconds,
+        running_max_wait_seconds=bounds.running_max_seconds,
+        poll_budget=bounds.poll_budget,
+        completion_mode="callback",
+        safety_poll_seconds=safety_poll_seconds,
+        **dict(overrides),
+    )
+
+
 def callback_looks(job: Job, policy: Policy, deadline: float, latency: float) -> list[float]:
     """Callback mode: the times of the Status polls the Await timeouts run, then the resume.
 
     Submit's wait becomes the first Await's timeout; a timed-out Await runs one
-    Status, whose wait is the next timeout: the policy's while PENDING, the
-    safety interval while RUNNING (``jobsync.run.loop.with_next_wait``). The
+    Status, whose wait is the next timeout. Every wait is the status step's own
+    rule, ``jobsync.run.loop.callback_wait``, without its jitter (as the other
+    policies' waits): Submit's job has no status yet; each poll sees it
+    reconciled and, the workload having no stuck starts, no stuck pod. The
     notifier's event resumes the execution ``latency`` after the job ends,
     unless a Status saw the end first. (Each Await's own look at the job, after
     storing its token, is counted by the cost model, not here.)
     """
-    bounds, phase, since, polls, now = policy.bounds, Phase.PENDING, 0.0, 0, 0.0
-    wait: float = next_wait(PollState(phase, now, 0.0, since, deadline, polls, None), bounds)
+    settings = policy_settings(policy)
+    phase, since, polls, now = Phase.PENDING, 0.0, 0, 0.0
+    created = Starting(reconciled=False)
+    wait: float = callback_wait(PollState(phase, now, 0.0, since, deadline, polls), settings, created)
     resumed = job.end_s + latency
     times: list[float] = []
     while True:
@@ -185,10 +214,7 @@ def callback_looks(job: Job, policy: Policy, deadline: float, latency: float) ->
             phase, since = seen, now
         if seen in ENDED or now >= deadline:
             return times
-        if seen is Phase.RUNNING:
-            wait = max(1, math.floor(min(policy.safety_poll_seconds, deadline - now)))
-        else:
-            wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, None), bounds)
+        wait = callback_wait(PollState(phase, now, 0.0, since, deadline, polls), settings, Starting())
 
 
 def watch_polls(

@@ -6,10 +6,13 @@ path an execution takes through the definition, so the path is walked here
 rather than counted by hand: ``CostModel.from_definition`` walks an execution
 that polls once, twice and three times, and takes the fixed and the per-poll
 part from the difference (checking that the cost really is linear in polls).
+The one walk (``walk``) serves every machine: poll mode and the seed loop
+poll, callback mode's Awaits time out to a poll until the event resumes one.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -28,7 +31,10 @@ HISTORY_CAP = 25_000
 #   Task    TaskStateEntered, TaskScheduled, TaskStarted, TaskSucceeded, TaskStateExited
 #   Wait    WaitStateEntered, WaitStateExited (and Choice, Pass, Succeed alike)
 #   Fail    FailStateEntered (the ExecutionFailed that follows is the execution's own)
+# A task that waits for a task token also writes TaskSubmitted (its Lambda answered; the wait begins),
+# and ends in TaskSucceeded or, at its timeout, TaskTimedOut.
 HISTORY_EVENTS_PER_STATE = {"Task": 5, "Wait": 2, "Choice": 2, "Pass": 2, "Succeed": 2, "Fail": 1}
+TOKEN_WAIT_EXTRA_EVENTS = 1
 EXECUTION_EVENTS = 2  # ExecutionStarted, and ExecutionSucceeded or ExecutionFailed
 LAMBDA_RESOURCES = ("arn:aws:states:::lambda:invoke", "arn:aws:lambda:")
 
@@ -86,35 +92,25 @@ def _choose(state: dict[str, Any], phase: str) -> str:
 
     Conditions in both definitions compare the phase (or condition type) with
     quoted literals, e.g. ``phase = 'SUCCEEDED'``; jobsync's IsDone reads ``terminal``.
+    A condition that compares two literals and reads no input (the substituted
+    ``'${CompletionMode}' = 'callback'``) is decided as written.
     """
     for rule in state.get("Choices", []):
         condition = rule.get("Condition", "")
+        literals = re.findall(r"'([A-Za-z_]+)'", condition)
+        if "$states" not in condition and len(literals) == 2:
+            if literals[0] == literals[1]:
+                return str(rule["Next"])
+            continue
         if "$type($states.input)" in condition:  # CheckInput: the benchmark's inputs are objects
-            return rule["Next"]
+            return str(rule["Next"])
         if "$states.input.terminal" in condition:  # jobsync's IsDone: the loop state's own verdict
             if phase.upper() in LoopPhase.__members__ and LoopPhase(phase.upper()).terminal:
-                return rule["Next"]
+                return str(rule["Next"])
             continue
-        literals = {word.upper() for word in re.findall(r"'([A-Za-z_]+)'", condition)}
-        if phase.upper() in literals:
-            return rule["Next"]
-    return state["Default"]
-
-
-def walk(definition: dict[str, Any], poll_state: str, phases: Sequence[str], initial: str = "PENDING") -> list[str]:
-    """The states an execution enters when its polls see ``phases`` in turn (the last one ends it)."""
-    states = definition["States"]
-    name, phase, seen = definition["StartAt"], initial, iter(phases)
-    path: list[str] = []
-    for _ in range(100 * (len(phases) + 10)):
-        state = states[name]
-        path.append(name)
-        if name == poll_state:
-            phase = next(seen)
-        if state["Type"] in ("Succeed", "Fail") or state.get("End"):
-            return path
-        name = _choose(state, phase) if state["Type"] == "Choice" else state["Next"]
-    raise RuntimeError(f"no end state reached from {definition['StartAt']!r}: is the loop's exit reachable?")
+        if phase.upper() in {word.upper() for word in literals}:
+            return str(rule["Next"])
+    return str(state["Default"])
 
 
 CALLBACK_WAIT_RESOURCE = "waitForTaskToken"
@@ -126,61 +122,70 @@ def with_completion_mode(definition: dict[str, Any], mode: str) -> dict[str, Any
     return json.loads(json.dumps(definition).replace(COMPLETION_MODE, mode))
 
 
-def walk_callback(definition: dict[str, Any], looks: Sequence[str], done: str = "SUCCEEDED") -> list[str]:
-    """Callback mode: each Await times out and runs a Status that sees ``looks`` in turn; then the event resumes it.
+def _waits_for_token(state: dict[str, Any]) -> bool:
+    return str(state.get("Resource", "")).endswith(CALLBACK_WAIT_RESOURCE)
 
-    A timed-out Await follows its ``States.Timeout`` catcher; the resumed one
-    (SendTaskSuccess with the ended job's state) goes on to its Next with ``done``.
+
+def _timeout_catcher(state: dict[str, Any]) -> str:
+    return str(next(c["Next"] for c in state["Catch"] if "States.Timeout" in c["ErrorEquals"]))
+
+
+def walk(definition: dict[str, Any], poll_state: str, phases: Sequence[str], initial: str = "PENDING") -> list[str]:
+    """The states an execution enters when its looks at the job see ``phases`` in turn (the last one ends it).
+
+    A look is a poll (``poll_state`` takes the next phase), except the last one
+    in callback mode: a task that waits for a task token (``Await``) times out
+    to its ``States.Timeout`` catcher while more than one phase is left, so the
+    poll after it looks; the last phase comes with the notifier's event, which
+    resumes the task (SendTaskSuccess with the ended job's state) to its Next.
+    A definition without such a task (poll mode, the seed) only polls.
     """
     states = definition["States"]
-    name, phase, seen, timeouts = definition["StartAt"], "PENDING", iter(looks), len(looks)
+    name, phase, left = definition["StartAt"], initial, list(phases)
     path: list[str] = []
-    for _ in range(100 * (len(looks) + 10)):
+    for _ in range(100 * (len(phases) + 10)):
         state = states[name]
         path.append(name)
+        if name == poll_state:
+            phase = left.pop(0)
         if state["Type"] in ("Succeed", "Fail") or state.get("End"):
             return path
         if state["Type"] == "Choice":
-            name = _choose_mode(state, phase)
-        elif str(state.get("Resource", "")).endswith(CALLBACK_WAIT_RESOURCE):
-            if timeouts:
-                timeouts -= 1
-                name = next(c["Next"] for c in state["Catch"] if "States.Timeout" in c["ErrorEquals"])
-            else:
-                phase, name = done, state["Next"]
+            name = _choose(state, phase)
+        elif _waits_for_token(state) and len(left) > 1:
+            name = _timeout_catcher(state)
+        elif _waits_for_token(state):
+            phase, name = left.pop(0), state["Next"]
         else:
-            if name == JOBSYNC_POLL_STATE:
-                phase = next(seen)
             name = state["Next"]
-    raise RuntimeError("callback walk: no end state reached")
-
-
-def _choose_mode(state: dict[str, Any], phase: str) -> str:
-    """``_choose``, where a condition comparing two literals (the substituted CompletionMode) is decided as written."""
-    for rule in state.get("Choices", []):
-        literals = re.findall(r"'([A-Za-z_]+)'", rule.get("Condition", ""))
-        if "$states" not in rule.get("Condition", "") and len(literals) == 2:
-            if literals[0] == literals[1]:
-                return str(rule["Next"])
-            continue
-        if _choose({"Choices": [rule], "Default": None}, phase) == rule["Next"]:
-            return str(rule["Next"])
-    return str(state["Default"])
+    raise RuntimeError(f"no end state reached from {definition['StartAt']!r}: is the loop's exit reachable?")
 
 
 def history_events(definition: dict[str, Any], path: Iterable[str]) -> int:
     states = definition["States"]
-    return EXECUTION_EVENTS + sum(HISTORY_EVENTS_PER_STATE[states[name]["Type"]] for name in path)
+    written = [states[name] for name in path]
+    extra = sum(TOKEN_WAIT_EXTRA_EVENTS for state in written if _waits_for_token(state))
+    return EXECUTION_EVENTS + extra + sum(HISTORY_EVENTS_PER_STATE[state["Type"]] for state in written)
 
 
 def lambda_invocations(definition: dict[str, Any], path: Iterable[str]) -> int:
+    """The Lambda tasks entered, and the resume function once per task-token wait the event ended
+    (EventBridge invokes it, not the definition): such a wait went on to its Next, not to its timeout catcher."""
     states = definition["States"]
-    return sum(1 for name in path if str(states[name].get("Resource", "")).startswith(LAMBDA_RESOURCES))
+    names = list(path)
+    tasks = sum(1 for name in names if str(states[name].get("Resource", "")).startswith(LAMBDA_RESOURCES))
+    resumes = sum(
+        1
+        for name, after in itertools.pairwise(names)
+        if _waits_for_token(states[name]) and after == states[name]["Next"]
+    )
+    return tasks + resumes
 
 
 @dataclass(frozen=True)
 class CostModel:
-    """Per-execution cost as ``fixed + per_poll * polls`` (polls: GETs of the job, the last one sees it end)."""
+    """Per-execution cost as ``fixed + per_poll * polls`` (polls: looks at the job, the last one sees it end;
+    in callback mode the timed-out Awaits' polls and the event's resume)."""
 
     machine: str
     loop: tuple[str, ...]  # the states one more poll enters, in order
@@ -193,34 +198,6 @@ class CostModel:
     lambda_fixed: int
 
     @classmethod
-    def callback(cls, definition: dict[str, Any], running: str = "RUNNING") -> CostModel:
-        """Callback mode, with ``polls`` = the Statuses timed-out Awaits run + 1 (the resume).
-
-        Lambda invocations add the resume function, which EventBridge (not the
-        definition) invokes once per job.
-        """
-        deployed = with_completion_mode(definition, "callback")
-        paths = [walk_callback(deployed, [running] * extra) for extra in range(3)]
-        transitions = [len(p) for p in paths]
-        events = [history_events(deployed, p) for p in paths]
-        lambdas = [lambda_invocations(deployed, p) for p in paths]
-        for series in (transitions, events, lambdas):
-            if series[2] - series[1] != series[1] - series[0]:
-                raise ValueError(f"callback: cost is not linear in looks: {series}")
-        first, second = (i for i, name in enumerate(paths[2]) if name == JOBSYNC_POLL_STATE)
-        return cls(
-            machine="callback",
-            loop=tuple(paths[2][first + 1 : second + 1]),
-            fixed_path=tuple(paths[0]),
-            transitions_per_poll=transitions[1] - transitions[0],
-            transitions_fixed=2 * transitions[0] - transitions[1],
-            events_per_poll=events[1] - events[0],
-            events_fixed=2 * events[0] - events[1],
-            lambda_per_poll=lambdas[1] - lambdas[0],
-            lambda_fixed=2 * lambdas[0] - lambdas[1] + 1,  # + the resume function
-        )
-
-    @classmethod
     def from_definition(
         cls,
         machine: str,
@@ -229,6 +206,9 @@ class CostModel:
         running: str = "RUNNING",
         done: str = "SUCCEEDED",
     ) -> CostModel:
+        """Walk executions that look once, twice and three times (``walk``); fixed and per-look parts
+        from the differences. In callback mode a look is a timed-out Await's poll, and the last one the
+        event's resume (with the resume function among the Lambda invocations)."""
         paths = [walk(definition, poll_state, [running] * extra + [done]) for extra in range(3)]
         transitions = [len(p) for p in paths]
         events = [history_events(definition, p) for p in paths]
@@ -236,10 +216,11 @@ class CostModel:
         for series in (transitions, events, lambdas):
             if series[2] - series[1] != series[1] - series[0]:
                 raise ValueError(f"{machine}: cost is not linear in polls: {series}")
-        first, second = (i for i, name in enumerate(paths[1]) if name == poll_state)
+        # The states between the first two polls (callback mode's last look is no poll: three looks, two polls).
+        first, second = [i for i, name in enumerate(paths[2]) if name == poll_state][:2]
         return cls(
             machine=machine,
-            loop=tuple(paths[1][first + 1 : second + 1]),
+            loop=tuple(paths[2][first + 1 : second + 1]),
             fixed_path=tuple(paths[0]),
             transitions_per_poll=transitions[1] - transitions[0],
             transitions_fixed=2 * transitions[0] - transitions[1],
@@ -277,10 +258,12 @@ class CostModel:
 
 
 def cost_models() -> dict[str, CostModel]:
-    """The two machines the policies run on: jobsync's definition, and the seed loop."""
+    """The machines the policies run on: jobsync's definition in poll and in callback mode, and the seed loop."""
     definition = load_jobsync_definition()
     return {
         "jobsync": CostModel.from_definition("jobsync", with_completion_mode(definition, "poll"), JOBSYNC_POLL_STATE),
         "seed": CostModel.from_definition("seed", SEED_600, SEED_POLL_STATE),
-        "callback": CostModel.callback(definition),
+        "callback": CostModel.from_definition(
+            "callback", with_completion_mode(definition, "callback"), JOBSYNC_POLL_STATE
+        ),
     }

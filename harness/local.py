@@ -203,8 +203,12 @@ class LocalJobsync:
             self.api = KubeAPI(clock=self.clock.now).start()
             self.api.register_crd(pytorchjob_crd())
             self.api.create_namespace(NAMESPACE)
-            if not isinstance(self.clock, WallClock):  # on the wall clock a watch lasts its real timeoutSeconds
-                self.api.virtual_watch = self.clock.advance  # watch mode: a watch waits on virtual time
+            # On the wall clock a watch lasts its real timeoutSeconds. On virtual time watch mode's watches wait
+            # on that clock; the notifier's watches (callback mode) wait on the wall clock instead: on virtual
+            # time they would move the clock on between the execution's steps, and a callback wait would then
+            # time out later than its TimeoutSeconds.
+            if not isinstance(self.clock, WallClock) and not self.notifier_enabled:
+                self.api.virtual_watch = self.clock.advance
             self.sim = OperatorSim(self.api, self.clock.now, default_scenario=self.scenario)
             self.clock.on_advance(lambda _now: self.sim.step() if self.sim else None)
             cluster_env = {"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": self.api.url}
@@ -296,8 +300,8 @@ class LocalJobsync:
 
         Configured as its Deployment configures it (the namespace, kinds, bus and log level of this run),
         but for the cluster (the local API's URL, or a kubeconfig) and AWS (this process's moto backends
-        over HTTP). On virtual time a watch moves the clock (harness.kubeapi.watch), so its watches are
-        short, as the in-process run has always had them: a long one would race the clock ahead.
+        over HTTP). Its watches wait on the wall clock (``_start``: on virtual time they would move the
+        clock), and are short, as the in-process run has always had them.
         """
         if self.notifier is not None and self.notifier.running:
             raise RuntimeError("the notifier is already running; stop_notifier() or kill_notifier() first")

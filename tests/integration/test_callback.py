@@ -9,6 +9,7 @@ wait moves it on in steps while no answer comes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -16,6 +17,7 @@ import time
 import pytest
 
 from harness.local import LocalJobsync
+from jobsync import clock as jobsync_clock
 from tests.support.lambdas import QUIET, load_event
 
 CALLBACK = {**QUIET, "JOBSYNC_COMPLETION_MODE": "callback"}
@@ -39,7 +41,7 @@ def test_a_four_hour_job_resumes_on_its_event_in_a_few_transitions():
         assert result.output["phase"] == "SUCCEEDED"
         resumed = [c.result for c in calls(local, "jobsync-resume") if c.result and c.result["resumed"]]
         assert len(resumed) == 1
-        # Polls while the job starts (the policy's pace), then one safety poll an hour of the run.
+        # Polls while the job starts (the first pod check, then every shortest grace), then one an hour of the run.
         assert len(calls(local, "jobsync-status")) <= 3 + 4
         assert history_events(local, result.execution_arn) < 120  # poll mode: about 9 events a poll, 60+ polls
 
@@ -157,3 +159,21 @@ def test_a_job_that_ends_before_its_token_is_stored_resumes_at_the_awaits_first_
         outcomes = [c.result for c in calls(local, "jobsync-resume")]
         assert outcomes and not any(o["resumed"] for o in outcomes)
         assert all("no execution waits" in o["why"] for o in outcomes)
+
+
+def test_the_benchmarks_callback_cost_model_counts_what_the_execution_entered():
+    from bench.statemachine import cost_models
+
+    model = cost_models()["callback"]
+    with LocalJobsync("success", {"pending_s": 400, "run_s": 2 * 3600}, env=CALLBACK) as local:
+        result = local.run(load_event("run-job-input.json"), name="callback-cost", timeout_s=120)
+        assert result.status == "SUCCEEDED"
+        history = local.sfn.history(result.execution_arn)
+        looks = len(calls(local, "jobsync-status")) + 1  # the timed-out Awaits' polls, then the event's resume
+        entered = sum(1 for event in history if event["type"].endswith("StateEntered"))
+        assert entered == model.transitions(looks) and len(history) == model.events(looks)
+        # While PENDING: the first pod check 121 s after submission, then every shortest grace (120 s, jittered).
+        submitted = jobsync_clock.parse(result.output["submittedAt"]) or 0.0
+        pending = [p.at - submitted for p in result.polls if p.phase == "PENDING"]
+        assert pending[0] == 121 and all(120 <= b - a <= 132 for a, b in itertools.pairwise(pending))
+        assert len(pending) == 3  # 121, ~241, ~361: the job runs from 400 s on

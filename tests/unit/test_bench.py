@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -15,13 +16,25 @@ from bench.simulate import (
     LambdaAssumptions,
     Policy,
     _fixed_poll_times,
+    policy_settings,
     poll_times,
     standard_policies,
 )
-from bench.statemachine import SEED_600, SEED_POLL_STATE, CostModel, cost_models, walk
+from bench.statemachine import (
+    JOBSYNC_POLL_STATE,
+    SEED_600,
+    SEED_POLL_STATE,
+    CostModel,
+    cost_models,
+    lambda_invocations,
+    load_jobsync_definition,
+    walk,
+    with_completion_mode,
+)
 from bench.workload import Job, make_workload
 from jobsync.evaluation.phase import Phase
-from jobsync.run.policy import WaitBounds
+from jobsync.run.loop import Starting, callback_wait
+from jobsync.run.policy import PollState, WaitBounds
 
 POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch", "callback", "learned-hint30")
 
@@ -254,13 +267,45 @@ def test_callback_cost_is_read_off_the_real_definition():
     assert model.lambda_invocations(1) == 4  # Submit, Await, Cleanup, and the resume function
 
 
-def test_callback_looks_follow_the_policy_then_the_safety_interval():
+def test_one_walk_serves_both_completion_modes():
+    polling = with_completion_mode(load_jobsync_definition(), "poll")
+    calling = with_completion_mode(load_jobsync_definition(), "callback")
+    looks = ["RUNNING", "RUNNING", "SUCCEEDED"]
+    polled, called = walk(polling, JOBSYNC_POLL_STATE, looks), walk(calling, JOBSYNC_POLL_STATE, looks)
+    # Poll mode polls every look; callback mode's Awaits time out to a poll, but the last look is the event.
+    assert polled.count("Status") == 3 and "Await" not in polled
+    assert called.count("Await") == 3 and called.count("Status") == 2
+    assert called[called.index("Await") + 1] == "Status"  # the States.Timeout catcher
+    assert called[-5:] == ["Await", "IsDone", "Cleanup", "Outcome", "Succeeded"]
+    # Submit, the Awaits, the Statuses, Cleanup; in callback mode also the resume function, once.
+    assert lambda_invocations(polling, polled) == 1 + 3 + 1
+    assert lambda_invocations(calling, called) == 1 + 3 + 2 + 1 + 1
+
+
+def test_callback_looks_wait_for_the_first_pod_check_then_the_safety_interval():
     job = Job("x", 100, 3 * 3600, 0)
     policy = next(p for p in standard_policies() if p.name == "callback")
     times = poll_times(job, policy, latency=0.05)
+    assert times[0] == 121  # the first look that reads the pods: diagnose_after_seconds + 1
     assert times[-1] == job.end_s + 0.05
     running = [t for t in times[:-1] if t >= job.pending_s]
     assert len(running) == 3 and all(b - a == 3600 for a, b in itertools.pairwise(running))
+
+
+def test_callback_looks_follow_the_status_steps_rule():
+    policy = next(p for p in standard_policies() if p.name == "callback")
+    job = Job("x", 500, 1800, 0)
+    pending = [t for t in poll_times(job, policy, latency=0.05) if t < job.pending_s]
+    assert pending == [121, 241, 361, 481]  # the first pod check, then the shortest grace (120 s) apart
+    # The model calls jobsync.run.loop.callback_wait: a changed grace or diagnose time changes its looks.
+    longer = replace(policy, settings=(("image_error_grace_seconds", 300),))
+    assert [t for t in poll_times(job, longer, latency=0.05) if t < job.pending_s] == [121, 421]
+    # Pods read from 400 s on: Submit's job has no status yet, so the operator timeout (300 s) comes first.
+    later = replace(policy, settings=(("diagnose_after_seconds", 400),))
+    assert [t for t in poll_times(job, later, latency=0.05) if t < job.pending_s] == [301, 401]
+    settings = policy_settings(longer)
+    first = callback_wait(PollState(Phase.PENDING, 0.0, 0.0, 0.0, 7 * 86_400, 0), settings, Starting(reconciled=False))
+    assert first == 121 and settings.image_error_grace_seconds == 300
 
 
 def test_the_watch_simulation_keeps_the_poll_budget():

@@ -291,6 +291,15 @@ def test_a_bare_back_off_reads_the_events_only_once_they_could_shorten_the_wait(
     assert judged.stuck.grace == Grace.IMAGE_ERROR and judged.expired(T0 + 130)
 
 
+def test_a_stuck_pod_ends_when_its_grace_does_or_when_its_events_are_first_read():
+    finding = {"pod": POD, "reason": "ImagePullBackOff", "message": f'Back-off pulling image "{IMAGE}"'}
+    undecided = stuck.judge(finding, [pod(T0 + 5)], state(), T0 + 100, RecordingCluster(expect=set()), SETTINGS)
+    # The events are read from 120 s of pulling on (since the pod's start), long before the 900 s grace ends.
+    assert undecided.grace_seconds == 900 and undecided.ends_at() == T0 + 5 + 120
+    unschedulable = stuck.judge(UNSCHEDULABLE, [pod(None)], state(), T0 + 200, RecordingCluster(), SETTINGS)
+    assert unschedulable.ends_at() == T0 + 200 + 6 * 3600  # no shortage named by an autoscaler: capacity
+
+
 @pytest.mark.parametrize(
     ("before", "scheduler", "events", "restarts"),
     [

@@ -4,9 +4,10 @@
 stores the token with the loop state, keyed by execution, and *then* looks at
 the job once, so a job that ended before the token was stored resumes at
 once; otherwise the execution waits, with no transitions, until ``resume``
-or the task's timeout (the loop state's ``waitSeconds``: the policy's wait
-while the job starts, so stuck pods are still noticed in minutes, and the
-safety interval once it runs).
+or the task's timeout (the loop state's ``waitSeconds``,
+``jobsync.run.loop.callback_wait``: while the job starts, until a stuck pod,
+a missing operator or a job the API never shows could be decided, which
+only a poll sees; the safety interval once it runs).
 
 ``resume`` runs on a terminal "Job Phase Changed" event: it looks the token
 up, takes one ordinary poll (the verdict, pod diagnostics and log tail exactly

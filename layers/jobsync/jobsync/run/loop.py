@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jobsync import clock
@@ -21,6 +22,7 @@ from jobsync.evaluation.phase import Phase
 from jobsync.run import manifests
 from jobsync.run.inputs import JobRef, LoopState
 from jobsync.run.policy import PollState, budget_floor, next_wait
+from jobsync.run.stuck import Grace, grace_seconds
 from jobsync.settings import Settings
 
 
@@ -69,16 +71,41 @@ def ensure_ours(obj: dict[str, Any], job: JobRef, execution: str) -> None:
 
 # Jitter: at most this share of the wait is added (see ``jitter``).
 JITTER_FRACTION = 0.1
+# The phases in which the job itself runs: callback mode then waits the safety interval.
+RUNS = (Phase.RUNNING, Phase.SUSPENDED)
+
+
+@dataclass(frozen=True)
+class Starting:
+    """What a look at a starting job saw that no event announces (``callback_wait`` times the next look by it).
+
+    ``visible``: the API showed the job (one it never shows ends NOT_FOUND after
+    ``not_found_grace_seconds``); ``reconciled``: it has a status (one that never
+    gets one ends OperatorNotReconciling after ``operator_timeout_seconds``);
+    ``stuck_until``: when the stuck pod the look found could first be failed
+    (``jobsync.run.stuck.Judgement.ends_at``), None when it found none.
+    """
+
+    visible: bool = True
+    reconciled: bool = True
+    stuck_until: float | None = None
 
 
 def with_next_wait(
-    state: LoopState, now: float, settings: Settings, watched: float = 0.0, jitter: bool = True
+    state: LoopState,
+    now: float,
+    settings: Settings,
+    watched: float = 0.0,
+    jitter: bool = True,
+    starting: Starting | None = None,
 ) -> LoopState:
-    """``state`` with ``waitSeconds`` from the policy (or, in watch mode, the poll budget alone).
+    """``state`` with ``waitSeconds`` from the policy (in watch mode, the poll budget alone; in callback
+    mode, ``callback_wait`` with what the look saw of a starting job, ``starting``).
 
     The policy's wait then gets its jitter (``jitter``), a separate step, so
     jobs submitted together do not poll in lockstep; ``jitter=False`` gives
-    the policy's wait alone.
+    the policy's wait alone. In callback mode only a pending job's pace gets
+    it (``callback_wait``), never a wait for a moment a verdict falls due.
     """
     if state.terminal:
         return state.model_copy(update={"waitSeconds": 0})
@@ -95,16 +122,95 @@ def with_next_wait(
         # The watch did the waiting; the Wait state only keeps the poll budget.
         floor = budget_floor(poll_state, settings.wait_bounds, settings.watch_seconds) - watched
         wait = max(0, math.ceil(min(floor, poll_state.deadline - now)))
-    elif settings.completion_mode == "callback" and poll_state.phase in (Phase.RUNNING, Phase.SUSPENDED):
-        # The event ends the wait; this is only how long a dead notifier can delay the verdict.
-        left = poll_state.deadline - now
-        wait = max(1, math.floor(min(settings.safety_poll_seconds, left)))
+    elif settings.completion_mode == "callback":
+        longest = min(settings.wait_bounds.max_seconds, settings.safety_poll_seconds)
+
+        def spread(wait: int) -> int:
+            return jittered(wait, state.job, state.polls, poll_state.deadline - now, longest)
+
+        wait = callback_wait(poll_state, settings, starting, spread if jitter else None)
     else:
-        # A starting job is still polled at the policy's pace: stuck pods show only to a poll.
         wait = next_wait(poll_state, settings.wait_bounds)
         if jitter:
             wait = jittered(wait, state.job, state.polls, poll_state.deadline - now, settings.wait_bounds.max_seconds)
     return state.model_copy(update={"waitSeconds": wait})
+
+
+def callback_wait(
+    state: PollState,
+    settings: Settings,
+    starting: Starting | None = None,
+    spread: Callable[[int], int] | None = None,
+) -> int:
+    """Callback mode: how long the next Await waits for the notifier's event before one poll.
+
+    Once the job runs (RUNNING, SUSPENDED), only a dead notifier can leave its
+    end unannounced: ``safety_poll_seconds``, never past the deadline.
+
+    While it starts (PENDING, UNKNOWN), the notifier still announces whatever
+    the job reports itself: its end, its deletion. A look has value only where
+    no event comes: a stuck pod whose grace ends, an operator that never writes
+    a status, a job the API never shows. So the wait runs to the first moment
+    one of those could be decided (``starting`` is what this look saw):
+
+    * the first look that reads the pods, 1 s past ``diagnose_after_seconds``
+      after submission (no look reads them before: until then nothing else counts);
+    * the stuck pod's ``stuck_until`` + 1 s (its grace's end, or when its events may end it);
+    * ``operator_timeout_seconds`` + 1 s after submission, while the job has no status;
+    * ``not_found_grace_seconds`` after submission, while the API does not show it;
+    * else the cadence: ``max(shortest grace, the policy's PENDING wait)`` from
+      now, with the job's jitter (``spread``; none in the moments above, where a
+      later look only delays the verdict), stretched to such a moment that
+      comes less than ``min_seconds`` after it (the look after it would wait
+      ``min_seconds``, and pass the moment);
+
+    never below ``min_seconds``, never past the deadline nor ``safety_poll_seconds``,
+    and within the poll budget (``budget_floor``).
+
+    The cadence is how late a pod that gets stuck after this look is first
+    seen; poll mode sees it within one PENDING wait (30-60 s, plus its
+    jitter), but also fails it up to one PENDING wait after its grace ends,
+    where this rule fails it within a second. A pod timed from the first look
+    that sees it stuck (Unschedulable, NeverSchedulable, WaitingForCapacity, a
+    pull error that may heal, CreateContainerConfigError) is then failed at
+    the latest 120 s + 12 s of jitter + its grace + 1 s after it got stuck,
+    with the defaults, against 66 s + grace + 66 s: no later, to the second.
+    A pull that can never succeed is timed from the pod's start: a pod that
+    starts after this look cannot fail before this look +
+    ``image_error_grace_seconds``, the shortest grace; only a pull error of a
+    pod that started longer ago than that (a later container's image) is seen
+    up to one cadence after it appears (poll mode: one PENDING wait). A long
+    grace does not stretch the cadence: a pod waiting 6 h for capacity can
+    turn NeverSchedulable, or fail its pull once placed, and both count from
+    the look that sees them. After 40 minutes of PENDING the policy's wait
+    (``QUEUED_GROWTH``) is the longer and keeps poll mode's pace. The job's
+    own changes need no look: its end comes as an event, and its start only
+    makes the next wait the safety interval.
+    """
+    left = state.deadline - state.now
+    if state.phase in RUNS:
+        return max(1, math.floor(min(settings.safety_poll_seconds, left)))
+    seen = starting or Starting()
+    bounds = settings.wait_bounds
+    pods_read = state.submitted_at + settings.diagnose_after_seconds + 1
+    moments = [pods_read] if state.now < pods_read else []
+    if not seen.reconciled:
+        moments.append(state.submitted_at + settings.operator_timeout_seconds + 1)
+    if not seen.visible:
+        moments.append(state.submitted_at + settings.not_found_grace_seconds)
+    if seen.stuck_until is not None:
+        moments.append(seen.stuck_until + 1)
+    due = min((t for t in moments if t > state.now), default=math.inf)  # a moment past is no reason to look
+    if state.now >= pods_read:
+        shortest = min(grace_seconds(grace, settings) for grace in Grace)
+        cadence = math.ceil(max(shortest, next_wait(state, bounds)))
+        paced = state.now + (spread(cadence) if spread else cadence)
+        if paced < due and due - paced >= bounds.min_seconds:
+            due = paced
+    wait = max(due - state.now, bounds.min_seconds, budget_floor(state, bounds, bounds.running_max_seconds))
+    whole = max(1, math.ceil(min(wait, settings.safety_poll_seconds, left)))
+    # ceil(left) can pass the deadline when left carries float noise (as in next_wait).
+    return min(whole, math.floor(left)) if left >= 1 else whole
 
 
 def jittered(wait: int, job: JobRef, polls: int, left: float, longest: int) -> int:

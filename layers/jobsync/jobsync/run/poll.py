@@ -14,7 +14,7 @@ from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
 from jobsync.evaluation.times import JobTimes, job_times
 from jobsync.run import diagnostics, results, stuck
 from jobsync.run.inputs import LoopState
-from jobsync.run.loop import Cluster, allowed_spec, ensure_ours, epoch, with_next_wait
+from jobsync.run.loop import Cluster, Starting, allowed_spec, ensure_ours, epoch, with_next_wait
 from jobsync.settings import Settings
 
 
@@ -22,7 +22,8 @@ from jobsync.settings import Settings
 class Explanation:
     """The verdict, and what the pods say of it: findings, the failed container's log, (when the
     pods of a pending job were checked, ``stuck_checked``) since when they are stuck, None if they are not,
-    and the ``result`` of a job that ended (jobsync.run.results)."""
+    and when a look could first fail them (``stuck_until``); and the ``result`` of a job that ended
+    (jobsync.run.results)."""
 
     verdict: Evaluation
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
@@ -30,6 +31,7 @@ class Explanation:
     stuck_checked: bool = False
     stuck_since: str | None = None
     result: Any = None
+    stuck_until: float | None = None
 
 
 def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
@@ -87,7 +89,12 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
     if explained.stuck_checked:
         update["stuckSince"] = explained.stuck_since
     update |= _times(state, phase, times, clock.isoformat(now))
-    return with_next_wait(state.model_copy(update=update), now, settings, watched)
+    seen = Starting(
+        visible=obj is not None,
+        reconciled=obj is not None and bool(obj.get("status")),
+        stuck_until=explained.stuck_until,
+    )
+    return with_next_wait(state.model_copy(update=update), now, settings, watched, starting=seen)
 
 
 def _times(state: LoopState, phase: LoopPhase, times: JobTimes, now: str) -> dict[str, Any]:
@@ -216,9 +223,12 @@ def _explain(
                 f"({judged.grace_seconds}s allowed): {judged.stuck.message}",
                 kind=spec.kind,
             )
+            until = None
         else:
             verdict = Evaluation(verdict.phase, judged.stuck.reason, judged.stuck.message, verdict.since, spec.kind)
-        return Explanation(verdict, findings, stuck_checked=True, stuck_since=clock.isoformat(stuck_since))
+            until = judged.ends_at()
+        since = clock.isoformat(stuck_since)
+        return Explanation(verdict, findings, stuck_checked=True, stuck_since=since, stuck_until=until)
     if verdict.phase == Phase.FAILED:
         pods = cluster.list_pods(state.job.namespace, selector)
         failed = diagnostics.failed_container(pods)

@@ -281,14 +281,25 @@ def timer_class(reason: str) -> str:
 
 @dataclass(frozen=True)
 class Judgement:
-    """A stuck pod, since when (epoch seconds), and whether its grace is over."""
+    """A stuck pod, since when (epoch seconds), and whether its grace is over.
+
+    ``events_from``: for a pull error whose message names no cause, when its
+    events are first read (``judge``); they may say it can never heal, and
+    end it then.
+    """
 
     stuck: Stuck
     since: float
     grace_seconds: int
+    events_from: float | None = None
 
     def expired(self, now: float) -> bool:
         return now - self.since >= self.grace_seconds
+
+    def ends_at(self) -> float:
+        """The first moment a look could fail the pod: its grace's end, or its events' first reading if sooner."""
+        end = self.since + self.grace_seconds
+        return end if self.events_from is None else min(end, self.events_from)
 
 
 class EventSource(Protocol):
@@ -308,11 +319,12 @@ def judge(
     The pod's events are read when it is Unschedulable (only they say whether
     capacity is coming), and for an image error whose message names no cause
     once the pod has pulled for the image error grace (only then could they
-    shorten the wait). The timer is the state's ``stuckSince``, started again when
+    shorten the wait; until then ``events_from`` says when). The timer is the state's ``stuckSince``, started again when
     the timer class changes (``timer_class``); a pull error that can never
     heal counts from the pod's start, when the kubelet began pulling.
     """
     name, reason = str(finding["pod"]), str(finding["reason"])
+    events_from: float | None = None
     pod = next((p for p in pods if (p.get("metadata") or {}).get("name") == name), {})
     previous = clock.parse(state.stuckSince) if state.stuckSince else None
     started = clock.parse(str((pod.get("status") or {}).get("startTime") or ""))
@@ -329,14 +341,16 @@ def judge(
     elif reason in IMAGE_REASONS:
         whole = waiting_message(pod, finding.get("container"))
         stuck = image_error(finding, message=whole)
-        lasted = now - min(since_for(reason), pulling_since)
+        pulling = min(since_for(reason), pulling_since)
         undecided = stuck.grace == Grace.STUCK and names_no_cause(whole or stuck.message)
-        if undecided and lasted >= settings.image_error_grace_seconds:
+        if undecided and now - pulling >= settings.image_error_grace_seconds:
             events = pod_events(cluster.list_events(state.job.namespace, name), pod)
             stuck = image_error(finding, events, message=whole)
+        elif undecided:
+            events_from = pulling + settings.image_error_grace_seconds
     else:
         stuck = Stuck(name, reason, str(finding.get("message") or ""), Grace.STUCK)
     since = since_for(stuck.reason)
     if stuck.grace == Grace.IMAGE_ERROR:
         since = min(since, pulling_since)
-    return Judgement(stuck, since, grace_seconds(stuck.grace, settings))
+    return Judgement(stuck, since, grace_seconds(stuck.grace, settings), events_from)

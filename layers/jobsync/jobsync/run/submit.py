@@ -14,7 +14,7 @@ from jobsync.evaluation.kinds import KindSpec
 from jobsync.run import manifests
 from jobsync.run.hints import HintStore
 from jobsync.run.inputs import JobRef, LoopState, SubmitRequest
-from jobsync.run.loop import Cluster, with_next_wait
+from jobsync.run.loop import Cluster, Starting, with_next_wait
 from jobsync.settings import Settings
 
 TemplateFetcher = Callable[[str], str]
@@ -81,7 +81,8 @@ def submit(
         terminal=verdict.terminal,
         phaseSince=clock.isoformat(now),
     )
-    return with_next_wait(state, now, settings)
+    # The job was just created: the operator has not written a status yet, as a rule.
+    return with_next_wait(state, now, settings, starting=Starting(reconciled=bool(created.get("status"))))
 
 
 def _family(manifest: Any) -> str | None:
