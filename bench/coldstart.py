@@ -17,7 +17,7 @@ import time
 
 # Lambda's bootstrap puts LAMBDA_TASK_ROOT (/var/task) first; a script's own folder would be.
 sys.path[0] = os.environ["LAMBDA_TASK_ROOT"]
-WATCHED = ("boto3", "botocore.client", "aws_xray_sdk.core", "pydantic_settings")
+WATCHED = ("boto3", "botocore.client", "aws_xray_sdk.core")
 
 
 def _loaded() -> list[str]:
