@@ -184,7 +184,7 @@ class LocalJobsync:
             self.api = KubeAPI(clock=self.clock.now).start()
             self.api.register_crd(pytorchjob_crd())
             self.api.create_namespace(NAMESPACE)
-            self.api.virtual_watch = self.clock.advance  # watch mode: a watch waits on virtual time
+            self.api.virtual_watch = self._virtual_watch  # watch mode and the notifier: a watch waits on virtual time
             self.sim = OperatorSim(self.api, self.clock.now, default_scenario=self.scenario)
             self.clock.on_advance(lambda _now: self.sim.step() if self.sim else None)
             cluster_env = {"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": self.api.url}
@@ -216,6 +216,13 @@ class LocalJobsync:
         runtime.reset()
         if self.notifier_enabled and self.api:
             self.start_notifier()
+
+    def _virtual_watch(self, seconds: float) -> None:
+        """An open watch lets ``seconds`` pass: at once, or among RunJobs' children in its turn (``virtual_sleep``)."""
+        if self.sfn is not None and self.sfn.cooperative_waits:
+            self.sfn.virtual_sleep(seconds)
+        else:
+            self.clock.advance(seconds)
 
     def _make_callback_resources(self) -> None:
         """The stack's table, its job event bus, and the rule that invokes the resume function (template.yaml)."""

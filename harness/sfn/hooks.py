@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import random
-import time
+import threading
 import types
 import uuid
 from collections.abc import Callable
@@ -264,7 +264,9 @@ def task_token_wait_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) 
     ``harness.callback_step_seconds`` after each slice without an answer, so the
     simulated job goes on and the timeout (``States.Timeout``) comes when the
     virtual clock reaches it, as the service does. SendTaskSuccess still ends the
-    wait at once.
+    wait at once. Among concurrent executions (``cooperative_waits``) each step waits
+    its turn as a Wait state does (``LocalStepFunctions.virtual_sleep``), so a thousand
+    waiting tasks move time together instead of each racing it on.
     """
     clock = harness.clock
 
@@ -276,7 +278,13 @@ def task_token_wait_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) 
                 return outcome
             if clock.now() >= deadline:
                 return None
-            harness._advance(min(harness.callback_step_seconds, deadline - clock.now()))
+            if harness.cooperative_waits:
+                # SendTaskSuccess sets the endpoint's event after its outcome: it wakes the sleep.
+                answered = callback_endpoint._notify_event
+                arrived = lambda: callback_endpoint.get_outcome() is not None  # noqa: E731
+                harness.virtual_sleep(harness.callback_step_seconds, wake=answered, stop=arrived, until=deadline)
+            else:
+                harness._advance(min(harness.callback_step_seconds, deadline - clock.now()))
 
     patch(StateTaskServiceCallback, "_wait_for_task_token_timeout", wait)
 
@@ -425,9 +433,12 @@ def sync_wait_checks_promptly(harness: LocalStepFunctions, patch: Patch) -> None
     gives a ``.sync`` task none), and that wait moves the virtual clock on
     (``task_token_wait_on_virtual_clock``): the parent would race time ahead of its
     children. Here the child's own states move time. Speed: moto sleeps 0.5 s of wall
-    time between DescribeExecution calls, here ``sync_poll_seconds``.
+    time between DescribeExecution calls; here the task looks again as soon as its child
+    has ended (or its own execution stopped), checking every ``sync_poll_seconds``
+    without a call (``LocalStepFunctions._sync_sleep``): a thousand parents' Map
+    iterations asking DescribeExecution every few milliseconds would starve their children.
     """
-    patch(callback_module, "time", types.SimpleNamespace(sleep=lambda s: time.sleep(min(s, harness.sync_poll_seconds))))
+    patch(callback_module, "time", types.SimpleNamespace(sleep=harness._sync_sleep))
     original = StateTaskServiceSfn._eval_sync
 
     def eval_sync(
@@ -458,9 +469,11 @@ def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch:
         child = submitted.get("ExecutionArn") if isinstance(submitted, dict) else None
         if child:
             harness._sync_children.add(child)
+            harness._sync_waits[threading.get_ident()] = (child, env)
         try:
             original(task, env, *args, **kwargs)
         finally:
+            harness._sync_waits.pop(threading.get_ident(), None)
             if child and not env.is_running():
                 harness.stop_if_running(child, error="States.Aborted", cause="the parent's task was cancelled")
             if child:
