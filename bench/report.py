@@ -510,6 +510,7 @@ def markdown(results: dict[str, Any], png_name: str) -> str:
         "",
         *end_to_end_section(results),
         *scale_section(results),
+        *throughput_section(results),
         "## The Lambdas",
         "",
         lambda_table(results),
@@ -695,6 +696,124 @@ def scale_section(results: dict[str, Any]) -> list[str]:
         f"Quotas assumed (defaults, us-east-1): {quotas}. The first each mode meets:",
         "",
         *(f"- {line}" for line in first),
+        "",
+    ]
+
+
+def _outcomes(row: dict[str, Any]) -> str:
+    phases = ", ".join(f"{count:,} {phase}" for phase, count in sorted(row["phases"].items()))
+    return f"{phases} ({row['children']:,} children)"
+
+
+def _payload(row: dict[str, Any]) -> str:
+    from bench.throughput import PAYLOAD_LIMIT
+
+    over = [name for name in ("input", "output") if row[f"{name}_bytes"] > PAYLOAD_LIMIT]
+    return f" ({' and '.join(over)} over 256 KB)" if over else ""
+
+
+def throughput_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """What limits each mode, read off its largest measured run."""
+    largest = {row["mode"]: row for row in rows}  # rows come smallest first: the last of a mode is its largest
+    lines = []
+    if "poll" in largest:
+        r = largest["poll"]
+        lines.append(
+            f"`poll`: every look is a Lambda invocation, a GET and 3 transitions, so the cost grows with jobs x "
+            f"looks: {r['lambda_invocations_per_job']:,.1f} invocations and {r['transitions_per_job']:,.1f} "
+            f"transitions per job at {r['jobs']:,} jobs, {r['api_requests_per_job']:,.1f} API requests per job. "
+            "Its limits are the StateTransition bucket and the API server's request rate, not Lambda concurrency: "
+            "no invocation held virtual time."
+        )
+    if "watch" in largest:
+        r = largest["watch"]
+        lines.append(
+            f"`watch`: a Status invocation holds a watch open while its job runs: {r['lambda_held_peak']:,} "
+            f"invocations were open at once at {r['jobs']:,} jobs, one per running job, each also an open watch "
+            "on the API server. Lambda concurrency (1,000 per account and region by default) is the limit: "
+            f"{r['lambda_invocations_per_job']:,.1f} invocations and {r['transitions_per_job']:,.1f} transitions per "
+            "job are few, but each is billed for the time it waits."
+        )
+    if "callback" in largest:
+        r = largest["callback"]
+        small = rows[[row["mode"] for row in rows].index("callback")]
+        lines.append(
+            f"`callback`: the fewest transitions ({r['transitions_per_job']:,.1f} per job at {r['jobs']:,} jobs) and "
+            "no Lambda held open; the jobs are watched by the notifier's one watch per kind, which served "
+            f"{r['api_by_verb'].get('watch', 0):,} watch requests at {r['jobs']:,} jobs against "
+            f"{small['api_by_verb'].get('watch', 0):,} at {small['jobs']:,} (it restarts every 5 s of virtual time "
+            "here, and once a job ends it publishes one event per job). The notifier, one pod, is the limit: "
+            "every job's event goes through it."
+        )
+    return lines
+
+
+def throughput_table(rows: list[dict[str, Any]]) -> str:
+    """Mode x jobs: wall and virtual time, invocations, the API's peak rate, transitions and outcomes."""
+    table = [
+        [
+            f"`{r['mode']}`",
+            f"{r['jobs']:,}",
+            f"{r['wall_s']:,.1f}",
+            f"{r['virtual_s']:,.0f}",
+            f"{r['lambda_invocations']:,} ({r['lambda_invocations_per_job']:,.1f})",
+            f"{r['api_peak']['per_s']:,.0f} (at {r['api_peak']['at_s']:,.0f} s)",
+            f"{r['transitions']['total']:,} ({r['transitions_per_job']:,.1f})",
+            _outcomes(r) + _payload(r),
+        ]
+        for r in rows
+    ]
+    header = [
+        "mode",
+        "jobs",
+        "wall (s)",
+        "virtual (s)",
+        "Lambda invocations (per job)",
+        "peak API requests / s",
+        "state transitions (per job)",
+        "outcomes",
+    ]
+    return _table(header, table)
+
+
+def throughput_section(results: dict[str, Any]) -> list[str]:
+    tp = results.get("throughput")
+    if not tp or not tp.get("rows"):
+        return []
+    rows = tp["rows"]
+    sizes = sorted({r["jobs"] for r in rows})
+    left_out = list(tp.get("sizes_not_run", []))
+    return [
+        "## Throughput: jobs started together",
+        "",
+        "Measured, not modelled: `python -m bench --throughput` (`make bench-throughput`) starts "
+        f"{', '.join(f'{n:,}' for n in sizes)} jobs together through `RunJobs` (a Map of "
+        "`startExecution.sync:2` child `RunJob` executions, `maxConcurrency` 0, `failFast` false) in the local "
+        "run: `harness.local.LocalJobsync`, moto's interpreter, the real handlers, the local Kubernetes API and "
+        "the operator simulator, on virtual time (every Wait passes at once, in step with the other executions). "
+        "The jobs mix the simulator's scenarios that end in success: 3 in 5 plain runs, 1 in 5 with a worker "
+        "restart half-way, 1 in 5 waiting for GPUs while the autoscaler adds a node; each 10 to 60 virtual "
+        "minutes from creation to the end, derived from its index (bench/throughput.py). Wall time is the whole "
+        "run on this machine; virtual time runs from the start to the parent's last history event. Lambda "
+        "invocations are every handler call the harness made (Submit, Status, Await, Resume, Cleanup); API "
+        "requests are the local API server's request log (the notifier's included), the peak is the busiest "
+        "virtual second; transitions are the states entered in the histories of the parent (its Map's "
+        "iterations included) and of every child.",
+        "",
+        throughput_table(rows),
+        "",
+        *(f"- {line}" for line in throughput_lines(rows)),
+        "",
+        "The peak is the start: every job is submitted in the same virtual second. What the local run does not "
+        "impose, and AWS does: an Inline Map runs at most 40 iterations at once, whatever `maxConcurrency` says, "
+        "so past 40 jobs the service runs them in rounds and the virtual time above is a lower bound; and an "
+        "execution's input and a state's output are capped at 256 KB, which the table flags where a run passes "
+        "it (each job's input here is about 0.7 KB, each outcome about 1 KB: a few hundred jobs per run)."
+        + (
+            f" Not run this time: {', '.join(f'{n:,}' for n in left_out)} jobs (opt-in with `--throughput-max`)."
+            if left_out
+            else ""
+        ),
         "",
     ]
 
