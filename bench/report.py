@@ -713,37 +713,44 @@ def _payload(row: dict[str, Any]) -> str:
 
 
 def throughput_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """What limits each mode, read off its largest measured run."""
-    largest = {row["mode"]: row for row in rows}  # rows come smallest first: the last of a mode is its largest
+    """What limits each mode, read off its largest measured run (and, for callback mode, its smallest)."""
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_mode.setdefault(row["mode"], []).append(row)
     lines = []
-    if "poll" in largest:
-        r = largest["poll"]
+    if "poll" in by_mode:
+        r = max(by_mode["poll"], key=lambda row: row["jobs"])
+        held = "no invocation held virtual time" if r["lambda_held_peak"] == 0 else "some held virtual time"
         lines.append(
             f"`poll`: every look is a Lambda invocation, a GET and 3 transitions, so the cost grows with jobs x "
-            f"looks: {r['lambda_invocations_per_job']:,.1f} invocations and {r['transitions_per_job']:,.1f} "
-            f"transitions per job at {r['jobs']:,} jobs, {r['api_requests_per_job']:,.1f} API requests per job. "
-            "Its limits are the StateTransition bucket and the API server's request rate, not Lambda concurrency: "
-            "no invocation held virtual time."
+            f"looks: {r['lambda_invocations_per_job']:,.1f} invocations, {r['api_requests_per_job']:,.1f} API "
+            f"requests and {r['transitions_per_job']:,.1f} transitions per job at {r['jobs']:,} jobs. Its limits "
+            f"are the StateTransition bucket and the API server's request rate, not Lambda concurrency: {held}."
         )
-    if "watch" in largest:
-        r = largest["watch"]
+    if "watch" in by_mode:
+        r = max(by_mode["watch"], key=lambda row: row["jobs"])
         lines.append(
-            f"`watch`: a Status invocation holds a watch open while its job runs: {r['lambda_held_peak']:,} "
-            f"invocations were open at once at {r['jobs']:,} jobs, one per running job, each also an open watch "
-            "on the API server. Lambda concurrency (1,000 per account and region by default) is the limit: "
-            f"{r['lambda_invocations_per_job']:,.1f} invocations and {r['transitions_per_job']:,.1f} transitions per "
-            "job are few, but each is billed for the time it waits."
+            f"`watch`: a Status invocation holds a watch open while its job runs: at {r['jobs']:,} jobs "
+            f"{r['lambda_held_peak']:,} were open at once, each also an open watch on the API server. Lambda "
+            "concurrency (1,000 per account and region by default) is the limit; "
+            f"{r['lambda_invocations_per_job']:,.1f} invocations and {r['transitions_per_job']:,.1f} transitions "
+            "per job are few, but each invocation is billed for the time it waits."
         )
-    if "callback" in largest:
-        r = largest["callback"]
-        small = rows[[row["mode"] for row in rows].index("callback")]
+    if "callback" in by_mode:
+        small = min(by_mode["callback"], key=lambda row: row["jobs"])
+        r = max(by_mode["callback"], key=lambda row: row["jobs"])
+        peers = [row for row in rows if row["jobs"] == r["jobs"]]
+        least = min(peers, key=lambda row: row["transitions_per_job"])
+        fewest = "the fewest transitions" if r is least else "transitions"
+        held_open = r["lambda_held_peak"]
+        held = "no Lambda held open" if held_open == 0 else f"{held_open:,} Lambdas open at once"
         lines.append(
-            f"`callback`: the fewest transitions ({r['transitions_per_job']:,.1f} per job at {r['jobs']:,} jobs) and "
-            "no Lambda held open; the jobs are watched by the notifier's one watch per kind, which served "
+            f"`callback`: {fewest} ({r['transitions_per_job']:,.1f} per job at {r['jobs']:,} jobs) "
+            f"and {held}. The notifier watches every job through one watch per kind: "
             f"{r['api_by_verb'].get('watch', 0):,} watch requests at {r['jobs']:,} jobs against "
-            f"{small['api_by_verb'].get('watch', 0):,} at {small['jobs']:,} (it restarts every 5 s of virtual time "
-            "here, and once a job ends it publishes one event per job). The notifier, one pod, is the limit: "
-            "every job's event goes through it."
+            f"{small['api_by_verb'].get('watch', 0):,} at {small['jobs']:,} (a watch lasts 5 virtual seconds "
+            f"here), and its events ran the resume function {r['lambda_by_function'].get('resume', 0):,} times. "
+            "The notifier, one pod, is the limit: every job's end goes through its watch and its publishing."
         )
     return lines
 
@@ -776,6 +783,24 @@ def throughput_table(rows: list[dict[str, Any]]) -> str:
     return _table(header, table)
 
 
+def wall_time_line(rows: list[dict[str, Any]]) -> str:
+    """Where the wall time goes, from the largest run's time steps."""
+    r = max(rows, key=lambda row: (row["jobs"], row["wall_s"]))
+    steps = r.get("time_steps")
+    if steps is None:
+        return ""
+    settle_ms = 1000 * r["settle_s"]
+    return (
+        "Wall time is the local run's own cost, not the service's: the virtual clock moves in steps, each once "
+        f"no execution has begun or ended a wait for {settle_ms:.0f} ms of wall time (so every execution woken "
+        "reaches its next wait first), and every handler, state and request runs in this one Python process. "
+        f"The slowest run, {r['jobs']:,} jobs in `{r['mode']}` mode, took {steps:,} steps "
+        f"({steps * r['settle_s']:,.0f} s of them waiting for quiet) in {r['wall_s']:,.0f} s. Poll mode steps at "
+        "every distinct moment a job looks; in watch and callback mode the open watches (the jobs' own, or the "
+        "notifier's) move time in shared 5-second steps."
+    )
+
+
 def throughput_section(results: dict[str, Any]) -> list[str]:
     tp = results.get("throughput")
     if not tp or not tp.get("rows"):
@@ -803,6 +828,8 @@ def throughput_section(results: dict[str, Any]) -> list[str]:
         throughput_table(rows),
         "",
         *(f"- {line}" for line in throughput_lines(rows)),
+        "",
+        wall_time_line(rows),
         "",
         "The peak is the start: every job is submitted in the same virtual second. What the local run does not "
         "impose, and AWS does: an Inline Map runs at most 40 iterations at once, whatever `maxConcurrency` says, "

@@ -180,6 +180,7 @@ def measure(mode: str, jobs: int, timeout_s: float = 3600, raw: dict[str, Any] |
         invocations_list = list(local.sfn.invocations)
         invocations = Counter(call.function_name.removeprefix("jobsync-") for call in invocations_list)
         held = held_peak((call.at, call.answered) for call in invocations_list)
+        time_steps, settle_s = local.sfn.time_steps, local.sfn.wait_settle_seconds
         requests = [r for r in local.api.requests if r.at is not None and r.at >= origin]
     outcomes = result.output["jobs"] if result.status == "SUCCEEDED" else json.loads(result.cause or "{}")["jobs"]
     if raw is not None:
@@ -193,6 +194,8 @@ def measure(mode: str, jobs: int, timeout_s: float = 3600, raw: dict[str, Any] |
         "status": result.status,
         "wall_s": wall_s,
         "virtual_s": _seconds(parent[-1]) - origin,
+        "time_steps": time_steps,
+        "settle_s": settle_s,
         "lambda_invocations": n_invocations,
         "lambda_invocations_per_job": n_invocations / jobs,
         "lambda_by_function": dict(sorted(invocations.items())),

@@ -121,6 +121,7 @@ class LocalStepFunctions(InProcessLambdas):
         self.cooperative_waits = False
         self.wait_settle_seconds = 0.05
         self._sleepers: dict[object, tuple[float, threading.Event]] = {}
+        self.time_steps = 0  # how often a cooperative sleeper moved the clock: each waited wait_settle_seconds first
         self.sleeper_idle_seconds = 1.0  # a sleeper not due looks again at least this often (wall s)
         self._sleepers_changed = threading.Condition()
         self._last_sleeper_change = 0.0
@@ -396,6 +397,7 @@ class LocalStepFunctions(InProcessLambdas):
                     settled = time.monotonic() - self._last_sleeper_change >= self.wait_settle_seconds
                     settled = settled and not self._unobserved
                 if target <= soonest and settled:
+                    self.time_steps += 1
                     self._advance(target - self.clock.now(), env)
                     continue
                 event.wait(self.wait_settle_seconds if target <= soonest else self.sleeper_idle_seconds)

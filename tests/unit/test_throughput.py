@@ -125,9 +125,10 @@ def _row(mode: str, jobs: int, **extra: Any) -> dict[str, Any]:
 
 
 def test_the_throughput_section_renders_every_row_and_flags_a_payload_over_the_limit():
-    rows = [_row("poll", 10), _row("poll", 1000)]
+    rows = [_row("poll", 10), _row("poll", 1000, wall_s=900.0, time_steps=4000, settle_s=0.05)]
     lines = report.throughput_section({"throughput": {"rows": rows, "sizes_not_run": []}})
     text = "\n".join(lines)
+    assert "1,000 jobs in `poll` mode, took 4,000 steps (200 s of them waiting for quiet) in 900 s" in text
     assert "## Throughput: jobs started together" in text
     assert "| `poll` | 10 | 12.5 | 3,600 | 300 (30.0) | 10 (at 0 s) | 913 (91.3) | 10 SUCCEEDED (10 children) |" in text
     assert "1,000 SUCCEEDED (1,000 children) (input and output over 256 KB)" in text
