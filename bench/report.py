@@ -702,7 +702,7 @@ def scale_section(results: dict[str, Any]) -> list[str]:
 
 def _outcomes(row: dict[str, Any]) -> str:
     phases = ", ".join(f"{count:,} {phase}" for phase, count in sorted(row["phases"].items()))
-    return f"{phases} ({row['children']:,} children)"
+    return f"{phases} ({row['children']:,} {'child' if row['children'] == 1 else 'children'})"
 
 
 def _payload(row: dict[str, Any]) -> str:
@@ -741,11 +741,12 @@ def throughput_lines(rows: list[dict[str, Any]]) -> list[str]:
         r = max(by_mode["callback"], key=lambda row: row["jobs"])
         peers = [row for row in rows if row["jobs"] == r["jobs"]]
         least = min(peers, key=lambda row: row["transitions_per_job"])
-        fewest = "the fewest transitions" if r is least else "transitions"
+        fewest = "the fewest transitions"
         held_open = r["lambda_held_peak"]
         held = "no Lambda held open" if held_open == 0 else f"{held_open:,} Lambdas open at once"
+        per_job = f"{r['transitions_per_job']:,.1f} per job at {r['jobs']:,} jobs"
         lines.append(
-            f"`callback`: {fewest} ({r['transitions_per_job']:,.1f} per job at {r['jobs']:,} jobs) "
+            f"`callback`: {f'{fewest} ({per_job})' if r is least else f'{per_job} transitions'} "
             f"and {held}. The notifier watches every job through one watch per kind: "
             f"{r['api_by_verb'].get('watch', 0):,} watch requests at {r['jobs']:,} jobs against "
             f"{small['api_by_verb'].get('watch', 0):,} at {small['jobs']:,} (a watch lasts 5 virtual seconds "
@@ -785,7 +786,7 @@ def throughput_table(rows: list[dict[str, Any]]) -> str:
 
 def wall_time_line(rows: list[dict[str, Any]]) -> str:
     """Where the wall time goes, from the largest run's time steps."""
-    r = max(rows, key=lambda row: (row["jobs"], row["wall_s"]))
+    r = max(rows, key=lambda row: row["wall_s"])
     steps = r.get("time_steps")
     if steps is None:
         return ""
@@ -794,7 +795,7 @@ def wall_time_line(rows: list[dict[str, Any]]) -> str:
         "Wall time is the local run's own cost, not the service's: the virtual clock moves in steps, each once "
         f"no execution has begun or ended a wait for {settle_ms:.0f} ms of wall time (so every execution woken "
         "reaches its next wait first), and every handler, state and request runs in this one Python process. "
-        f"The slowest run, {r['jobs']:,} jobs in `{r['mode']}` mode, took {steps:,} steps "
+        f"The slowest run, {r['jobs']:,} job{'' if r['jobs'] == 1 else 's'} in `{r['mode']}` mode, took {steps:,} steps "
         f"({steps * r['settle_s']:,.0f} s of them waiting for quiet) in {r['wall_s']:,.0f} s. Poll mode steps at "
         "every distinct moment a job looks; in watch and callback mode the open watches (the jobs' own, or the "
         "notifier's) move time in shared 5-second steps."
@@ -806,13 +807,20 @@ def throughput_section(results: dict[str, Any]) -> list[str]:
     if not tp or not tp.get("rows"):
         return []
     rows = tp["rows"]
-    sizes = sorted({r["jobs"] for r in rows})
+    sizes = [f"{n:,}" for n in sorted({r["jobs"] for r in rows})]
     left_out = list(tp.get("sizes_not_run", []))
+    largest = max(rows, key=lambda row: row["jobs"])
+    peak = (
+        "The peak is the start: every job is submitted in the same virtual second. "
+        if all(r["api_peak"]["at_s"] == 0 for r in rows)
+        else ""
+    )
     return [
         "## Throughput: jobs started together",
         "",
         "Measured, not modelled: `python -m bench --throughput` (`make bench-throughput`) starts "
-        f"{', '.join(f'{n:,}' for n in sizes)} jobs together through `RunJobs` (a Map of "
+        f"{', '.join(sizes[:-1]) + ' and ' + sizes[-1] if len(sizes) > 1 else sizes[0]} jobs together through "
+        "`RunJobs` (a Map of "
         "`startExecution.sync:2` child `RunJob` executions, `maxConcurrency` 0, `failFast` false) in the local "
         "run: `harness.local.LocalJobsync`, moto's interpreter, the real handlers, the local Kubernetes API and "
         "the operator simulator, on virtual time (every Wait passes at once, in step with the other executions). "
@@ -831,11 +839,12 @@ def throughput_section(results: dict[str, Any]) -> list[str]:
         "",
         wall_time_line(rows),
         "",
-        "The peak is the start: every job is submitted in the same virtual second. What the local run does not "
-        "impose, and AWS does: an Inline Map runs at most 40 iterations at once, whatever `maxConcurrency` says, "
-        "so past 40 jobs the service runs them in rounds and the virtual time above is a lower bound; and an "
-        "execution's input and a state's output are capped at 256 KB, which the table flags where a run passes "
-        "it (each job's input here is about 0.7 KB, each outcome about 1 KB: a few hundred jobs per run)."
+        f"{peak}What the local run does not impose, and AWS does: an Inline Map runs at most 40 iterations at "
+        "once, whatever `maxConcurrency` says, so past 40 jobs the service runs them in rounds and the virtual "
+        "time above is a lower bound; and an execution's input and a state's output are capped at 256 KB, which "
+        "the table flags where a run passes it (each job's input here is "
+        f"{largest['input_bytes'] / largest['jobs'] / 1024:.1f} KB, each outcome in the output "
+        f"{largest['output_bytes'] / largest['jobs'] / 1024:.1f} KB)."
         + (
             f" Not run this time: {', '.join(f'{n:,}' for n in left_out)} jobs (opt-in with `--throughput-max`)."
             if left_out
