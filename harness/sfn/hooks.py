@@ -86,14 +86,25 @@ def evaluate_jsonata(harness: LocalStepFunctions, patch: Patch) -> None:
 
 
 def encode_variables_as_json(harness: LocalStepFunctions, patch: Patch) -> None:
-    """Write every variable into the expression as JSON.
+    """Pass every variable to the expression as the JSON value it is.
 
     moto writes string variables as ``f'"{value}"'``, unescaped: a quote, a backslash
     or a newline in any ``$states`` value or Assign'd string breaks the expression.
-    JSON is valid JSONata, so the values arrive as the service passes them.
+    Here each value goes through JSON (so it arrives as the service passes it, a number
+    as JSONata reads the literal) and is bound to the expression by name
+    (``$states:=$__v0;``) instead of written into it: the text stays the same from one
+    evaluation to the next, so it is parsed once per thread, not once per state entered
+    with the whole ``$states`` in it (``_evaluate``).
     """
     for module in (moto_jsonata, states_module, variable_store_module):
         patch(module, "encode_jsonata_variable_declarations", _encode_jsonata_variable_declarations)
+
+    def get_variable_declarations(store: variable_store_module.VariableStore) -> str:
+        # moto keeps the declarations' text while the variables stay the same; bound by position, they
+        # are declared anew with each expression (the text comes out the same, so the parse is kept).
+        return store._to_variable_declarations(store._outer_scope) + store._to_variable_declarations(store._inner_scope)
+
+    patch(variable_store_module.VariableStore, "get_variable_declarations", get_variable_declarations)
 
 
 def jsonata_errors_are_query_evaluation_errors(harness: LocalStepFunctions, patch: Patch) -> None:
@@ -136,14 +147,20 @@ def lambda_runs_in_process(harness: LocalStepFunctions, patch: Patch) -> None:
         handler = harness.handlers.get(function.function_name)
         if handler is None:
             return original(function, body, request_headers, response_headers)
+        caller = harness.current_execution()  # the execution whose task this is, on its own thread
         try:
             harness.activity()
+            if caller:
+                harness.parked(caller)
             return harness._invoke(function, handler, body, response_headers)
         except JsonRESTError:
             raise  # an injected service error: Step Functions sees Lambda.<Code>
         except BaseException as exc:  # handler errors are caught inside; this is a harness or callback bug
             harness.internal_errors.append(exc)
             raise
+        finally:
+            if caller:
+                harness.at_work(caller)
 
     patch(LambdaFunction, "invoke", lambda_invoke)
 
@@ -335,11 +352,13 @@ def execution_thread_crashes_are_kept(harness: LocalStepFunctions, patch: Patch)
 
     def execution_logic(worker: ExecutionWorker) -> None:
         arn = worker._evaluation_details.execution_details.arn
+        harness.started(arn, this_thread=True)
         try:
             original(worker)
         except BaseException as exc:
             harness._crashes[arn] = exc
         finally:
+            harness.parked(arn)  # ended
             harness._done_event(arn).set()
 
     patch(ExecutionWorker, "_execution_logic", execution_logic)
@@ -421,7 +440,10 @@ def start_execution_without_a_name_gets_a_uuid(harness: LocalStepFunctions, patc
 
     def start_execution(backend: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
         harness.activity()
-        return original(backend, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+        execution = original(backend, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+        if execution.exec_status == "RUNNING":
+            harness.started(execution.exec_arn)  # at work from now, not only once its thread runs
+        return execution
 
     patch(parser_models.StepFunctionsParserBackend, "start_execution", start_execution)
 
@@ -470,6 +492,8 @@ def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch:
         if child:
             harness._sync_children.add(child)
             harness._sync_waits[threading.get_ident()] = (child, env)
+            parent = env.states.context_object.context_object_data["Execution"]["Id"]
+            harness.parked(parent)  # its child is at work now; the parent's end is _observed's
         try:
             original(task, env, *args, **kwargs)
         finally:
@@ -567,11 +591,40 @@ def install(harness: LocalStepFunctions, stack: ExitStack, hooks: tuple[Hook, ..
 # --------------------------------------------------------------------- helpers
 
 
-def _evaluate_jsonata(expression: str) -> Any:
+# Per thread: the values bound so far for the expression being composed, those of the last one
+# evaluated (moto's output checks evaluate it again, wrapped in $exists() or $type()), and the
+# parsed expressions by text.
+_jsonata_local = threading.local()
+
+
+def _compiled(expression: str, with_parse: bool) -> Any:
+    cache: dict[tuple[str, bool], Any] | None = getattr(_jsonata_local, "compiled", None)
+    if cache is None:
+        cache = _jsonata_local.compiled = {}
+    compiled = cache.get((expression, with_parse))
+    if compiled is None:
+        compiled = jsonata.Jsonata(expression)
+        if with_parse:
+            compiled.register_lambda("parse", lambda text: json.loads(text))
+        if len(cache) > 2000:  # expressions come from a few definitions: this only bounds a pathological run
+            cache.clear()
+        cache[(expression, with_parse)] = compiled
+    return compiled
+
+
+def _evaluate(expression: str, with_parse: bool) -> Any:
+    building: list[Any] = getattr(_jsonata_local, "building", [])
+    if building:  # a newly composed expression: its values
+        _jsonata_local.values, _jsonata_local.building = building, []
+    values: list[Any] = getattr(_jsonata_local, "values", [])
     try:
-        return jsonata.Jsonata(expression).evaluate(None)
+        return _compiled(expression, with_parse).evaluate(None, {f"__v{i}": v for i, v in enumerate(values)})
     except Exception as exc:
         raise moto_jsonata.JSONataException(getattr(exc, "error", type(exc).__name__), str(exc)) from exc
+
+
+def _evaluate_jsonata(expression: str) -> Any:
+    return _evaluate(expression, with_parse=False)
 
 
 def _dates_as_epoch_millis(value: Any) -> None:
@@ -585,12 +638,7 @@ def _dates_as_epoch_millis(value: Any) -> None:
 
 
 def _evaluate_jsonata_with_parse(expression: str) -> Any:
-    try:
-        compiled = jsonata.Jsonata(expression)
-        compiled.register_lambda("parse", lambda text: json.loads(text))
-        return compiled.evaluate(None)
-    except Exception as exc:
-        raise moto_jsonata.JSONataException(getattr(exc, "error", type(exc).__name__), str(exc)) from exc
+    return _evaluate(expression, with_parse=True)
 
 
 def _json_default(value: Any) -> Any:
@@ -598,11 +646,20 @@ def _json_default(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
+def _as_jsonata_literal(value: Any) -> Any:
+    """``value`` as JSONata would read it written as JSON: dates as ISO text, an integral number as an int."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+    return json.loads(text, parse_float=lambda number: jsonata.utils.Utils.convert_number(float(number)))
+
+
 def _encode_jsonata_variable_declarations(bindings: dict[str, Any]) -> str:
-    return "".join(
-        f"{name}:={json.dumps(value, ensure_ascii=False, separators=(',', ':'), default=_json_default)};"
-        for name, value in bindings.items()
-    )
+    building: list[Any] = getattr(_jsonata_local, "building", None) or []
+    _jsonata_local.building = building
+    parts = []
+    for name, value in bindings.items():
+        parts.append(f"{name}:=$__v{len(building)};")
+        building.append(_as_jsonata_literal(value))
+    return "".join(parts)
 
 
 def _query_evaluation_error(env: Any, expression: str, exc: Any) -> FailureEventException:

@@ -48,6 +48,13 @@ class WaitRecord:
     waited: float = 0.0
 
 
+def _execution_arn(env: Any) -> str | None:
+    try:
+        return str(env.states.context_object.context_object_data["Execution"]["Id"])
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
 def status_change_event(description: dict[str, Any]) -> dict[str, Any]:
     """The "Step Functions Execution Status Change" event for a DescribeExecution response."""
     arn = description["executionArn"]
@@ -121,6 +128,12 @@ class LocalStepFunctions(InProcessLambdas):
         self.cooperative_waits = False
         self.wait_settle_seconds = 0.05
         self._sleepers: dict[object, tuple[float, threading.Event]] = {}
+        # Executions at work in the interpreter (started, or woken from a wait, and not yet waiting again, in a
+        # Lambda, or ended): time does not move for them, for up to busy_grace_seconds of wall time each.
+        self._busy: dict[str, float] = {}
+        self._parked_once: set[str] = set()
+        self._execution_of_thread = threading.local()
+        self.busy_grace_seconds = 5.0
         self.time_steps = 0  # how often a cooperative sleeper moved the clock: each waited wait_settle_seconds first
         self.sleeper_idle_seconds = 1.0  # a sleeper not due looks again at least this often (wall s)
         self._sleepers_changed = threading.Condition()
@@ -382,9 +395,12 @@ class LocalStepFunctions(InProcessLambdas):
         key = object()
         event = wake or threading.Event()
         cv = self._sleepers_changed
+        arn = _execution_arn(env) if env is not None else self.current_execution()
         with cv:
             self._sleepers[key] = (target, event)
             self._last_sleeper_change = time.monotonic()
+        if arn:
+            self.parked(arn)
         try:
             while running() and self.clock.now() < target:
                 if stop is not None and stop():
@@ -394,8 +410,10 @@ class LocalStepFunctions(InProcessLambdas):
                     break
                 with cv:
                     soonest = min(t for t, _ in self._sleepers.values())
-                    settled = time.monotonic() - self._last_sleeper_change >= self.wait_settle_seconds
+                    now = time.monotonic()
+                    settled = now - self._last_sleeper_change >= self.wait_settle_seconds
                     settled = settled and not self._unobserved
+                    settled = settled and all(now - since >= self.busy_grace_seconds for since in self._busy.values())
                 if target <= soonest and settled:
                     self.time_steps += 1
                     self._advance(target - self.clock.now(), env)
@@ -405,8 +423,37 @@ class LocalStepFunctions(InProcessLambdas):
             with cv:
                 self._sleepers.pop(key, None)
                 self._last_sleeper_change = time.monotonic()
+            if arn and (env is None or env.is_running()):
+                self.at_work(arn)
             self._wake_sleepers()
         return self.clock.now() - start
+
+    def current_execution(self) -> str | None:
+        """The execution whose thread this is (its worker thread), if any."""
+        return getattr(self._execution_of_thread, "arn", None)
+
+    def started(self, arn: str, this_thread: bool = False) -> None:
+        """An execution started: at work until it first waits, calls a Lambda or ends."""
+        if this_thread:
+            self._execution_of_thread.arn = arn
+        with self._sleepers_changed:
+            if arn not in self._parked_once:  # its thread may have got there first
+                self._busy.setdefault(arn, time.monotonic())
+            self._last_sleeper_change = time.monotonic()
+
+    def parked(self, arn: str) -> None:
+        """The execution waits (a Wait, a task token, a .sync child), is in a Lambda, or ended."""
+        with self._sleepers_changed:
+            self._parked_once.add(arn)
+            self._busy.pop(arn, None)
+            self._last_sleeper_change = time.monotonic()
+
+    def at_work(self, arn: str) -> None:
+        """The execution goes on in the interpreter (its wait ended, its Lambda answered)."""
+        with self._sleepers_changed:
+            self._parked_once.add(arn)
+            self._busy[arn] = time.monotonic()
+            self._last_sleeper_change = time.monotonic()
 
     def _wake_sleepers(self) -> None:
         """Wake the sleepers the clock has reached, and the soonest of the rest (it looks next)."""
