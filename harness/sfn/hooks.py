@@ -42,6 +42,7 @@ from moto.stepfunctions.parser.asl.component.common.retry import jitter_strategy
 from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringJSONata
 from moto.stepfunctions.parser.asl.component.program.program import Program
 from moto.stepfunctions.parser.asl.component.state import state as state_module
+from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_callback as callback_module,
@@ -147,20 +148,14 @@ def lambda_runs_in_process(harness: LocalStepFunctions, patch: Patch) -> None:
         handler = harness.handlers.get(function.function_name)
         if handler is None:
             return original(function, body, request_headers, response_headers)
-        caller = harness.current_execution()  # the execution whose task this is, on its own thread
         try:
             harness.activity()
-            if caller:
-                harness.parked(caller)
             return harness._invoke(function, handler, body, response_headers)
         except JsonRESTError:
             raise  # an injected service error: Step Functions sees Lambda.<Code>
         except BaseException as exc:  # handler errors are caught inside; this is a harness or callback bug
             harness.internal_errors.append(exc)
             raise
-        finally:
-            if caller:
-                harness.at_work(caller)
 
     patch(LambdaFunction, "invoke", lambda_invoke)
 
@@ -340,6 +335,29 @@ def eventbridge_invokes_lambda_targets(harness: LocalStepFunctions, patch: Patch
 
 
 # --------------------------------------------------------------------- failures of the interpreter itself
+
+
+def tasks_are_waits_for_the_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Speed and order only: while a Task runs (on the thread moto gives it), its execution counts as waiting.
+
+    Time among concurrent executions moves only when none is at work in the interpreter
+    (``LocalStepFunctions.at_work``): a task's own waits (a watch, a task token) move it
+    in their turn, and a Lambda's run is covered by ``wait_settle_seconds``. A .sync task's
+    execution (the parent) waits for its children from its first such task on.
+    """
+    original = ExecutionState._evaluate_with_timeout
+
+    def evaluate_with_timeout(state: ExecutionState, env: Any) -> None:
+        arn = None if isinstance(state, StateTaskServiceSfn) else execution_arn(env)
+        if arn:
+            harness.parked(arn)
+        try:
+            original(state, env)
+        finally:
+            if arn and env.is_running():
+                harness.at_work(arn)
+
+    patch(ExecutionState, "_evaluate_with_timeout", evaluate_with_timeout)
 
 
 def execution_thread_crashes_are_kept(harness: LocalStepFunctions, patch: Patch) -> None:
@@ -564,6 +582,7 @@ HOOKS: tuple[Hook, ...] = (
     dates_on_virtual_clock,
     history_timestamps_on_virtual_clock,
     execution_timeout_on_virtual_clock,
+    tasks_are_waits_for_the_clock,
     execution_status_change_events,  # before the next: wait() returns once the event is sent
     execution_thread_crashes_are_kept,
     state_exceptions_are_kept,
@@ -589,6 +608,14 @@ def install(harness: LocalStepFunctions, stack: ExitStack, hooks: tuple[Hook, ..
 
 
 # --------------------------------------------------------------------- helpers
+
+
+def execution_arn(env: Any) -> str | None:
+    """The ARN of the execution an interpreter environment belongs to (its context object's Execution.Id)."""
+    try:
+        return str(env.states.context_object.context_object_data["Execution"]["Id"])
+    except (AttributeError, KeyError, TypeError):
+        return None
 
 
 # Per thread: the values bound so far for the expression being composed, those of the last one

@@ -48,13 +48,6 @@ class WaitRecord:
     waited: float = 0.0
 
 
-def _execution_arn(env: Any) -> str | None:
-    try:
-        return str(env.states.context_object.context_object_data["Execution"]["Id"])
-    except (AttributeError, KeyError, TypeError):
-        return None
-
-
 def status_change_event(description: dict[str, Any]) -> dict[str, Any]:
     """The "Step Functions Execution Status Change" event for a DescribeExecution response."""
     arn = description["executionArn"]
@@ -395,7 +388,7 @@ class LocalStepFunctions(InProcessLambdas):
         key = object()
         event = wake or threading.Event()
         cv = self._sleepers_changed
-        arn = _execution_arn(env) if env is not None else self.current_execution()
+        arn = hooks.execution_arn(env) if env is not None else self.current_execution()
         with cv:
             self._sleepers[key] = (target, event)
             self._last_sleeper_change = time.monotonic()
