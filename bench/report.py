@@ -793,8 +793,9 @@ def wall_time_line(rows: list[dict[str, Any]]) -> str:
     settle_ms = 1000 * r["settle_s"]
     return (
         "Wall time is the local run's own cost, not the service's: the virtual clock moves in steps, each once "
-        f"no execution has begun or ended a wait for {settle_ms:.0f} ms of wall time (so every execution woken "
-        "reaches its next wait first), and every handler, state and request runs in this one Python process. "
+        "every execution waits (in a Wait, a Task, or for its children) and none has begun or ended a wait for "
+        f"{settle_ms:.0f} ms of wall time (so every execution woken reaches its next wait first), and every "
+        "handler, state and request runs in this one Python process. "
         f"The slowest run, {r['jobs']:,} job{'' if r['jobs'] == 1 else 's'} in `{r['mode']}` mode, "
         f"took {steps:,} steps "
         f"({steps * r['settle_s']:,.0f} s of them waiting for quiet) in {r['wall_s']:,.0f} s. Poll mode steps at "
