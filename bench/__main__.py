@@ -1,9 +1,13 @@
 """`make bench`: detection delay and cost of jobsync's wait policies against the fixed 10-minute loop.
 
     python -m bench [--jobs N] [--seed S] [--quick] [--sweep] [--no-write]
+    python -m bench --throughput [--throughput-max N] [--no-write]
 
 Prints the tables, and writes bench/results.json, docs/performance.md and
-docs/performance.png (unless --no-write).
+docs/performance.png (unless --no-write). --throughput measures only the
+throughput of RunJobs in the local run (bench/throughput.py) and updates the
+``throughput`` key of bench/results.json and the docs/performance.md rendered
+from it, leaving every other key as it was.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class Config:
     e2e_runs: int = 8  # jobs per mode (watch, callback) through the local service on the wall clock
 
 
+THROUGHPUT_MAX = 100  # the 1,000-job runs are opt-in: --throughput-max 1000
 QUICK = Config(jobs=300, import_runs=1, latency_calls=20, crosscheck=False, e2e_runs=2)
 
 
@@ -116,6 +121,44 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
     return results
 
 
+def read_results(path: Path = RESULTS) -> dict[str, Any]:
+    """bench/results.json as it is, or {} when there is none yet."""
+    if not path.exists():
+        return {}
+    results = json.loads(path.read_text())
+    if not isinstance(results, dict):
+        raise ValueError(f"{path.name}: expected a JSON object, got {type(results).__name__}")
+    return results
+
+
+def throughput_main(
+    largest: int,
+    write: bool = True,
+    progress: Any = print,
+    results_path: Path = RESULTS,
+    markdown_path: Path = MARKDOWN,
+) -> int:
+    """Measure RunJobs' throughput; update the ``throughput`` key and docs/performance.md, nothing else."""
+    from bench import throughput
+
+    sizes = [n for n in throughput.SIZES if n <= largest] or [largest]
+    measured = throughput.measure_all(sizes, throughput.MODES, progress)
+    measured["sizes_not_run"] = [n for n in throughput.SIZES if n > largest]
+    measured["machine"] = report.machine()
+    print(report.throughput_table(measured["rows"]))
+    if write:
+        results = read_results(results_path)
+        results["throughput"] = measured
+        results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        if "meta" in results:  # the rest of the page needs a full run's results
+            markdown_path.write_text(report.markdown(results, PLOT.name))
+            progress(f"wrote {results_path.name} and {markdown_path.name}")
+        else:
+            progress(f"wrote {results_path.name}; run `make bench` once for {markdown_path.name}")
+    failed = [r for r in measured["rows"] if r["status"] != "SUCCEEDED"]
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, help=f"simulated jobs (default {Config.jobs})")
@@ -126,7 +169,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sweep", action="store_true", help="also compare alternative WaitBounds and policy constants")
     parser.add_argument("--no-write", action="store_true", help="print only; leave results.json and docs/ alone")
+    parser.add_argument(
+        "--throughput",
+        action="store_true",
+        help="only the throughput of RunJobs in the local run: 1, 10, 100 jobs per completion mode",
+    )
+    parser.add_argument(
+        "--throughput-max",
+        type=int,
+        default=THROUGHPUT_MAX,
+        metavar="N",
+        help=f"the largest run of --throughput (default {THROUGHPUT_MAX}; 1000 adds the 1,000-job runs, tens of "
+        "minutes each)",
+    )
     args = parser.parse_args(argv)
+    if args.throughput_max < 1:
+        parser.error(f"--throughput-max must be >= 1, got {args.throughput_max}")
+
+    def progress(message: str) -> None:
+        print(f"... {message}", file=sys.stderr, flush=True)
+
+    if args.throughput:
+        return throughput_main(args.throughput_max, write=not args.no_write, progress=progress)
 
     config = QUICK if args.quick else Config()
     config = replace(config, seed=args.seed)
@@ -134,9 +198,6 @@ def main(argv: list[str] | None = None) -> int:
         config = replace(config, jobs=args.jobs)
     if args.import_runs is not None:
         config = replace(config, import_runs=args.import_runs)
-
-    def progress(message: str) -> None:
-        print(f"... {message}", file=sys.stderr, flush=True)
 
     results = run(config, progress)
     print(
@@ -148,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
         sep="\n",
     )
     if not args.no_write:
+        previous = read_results()
+        if "throughput" in previous:  # measured by --throughput only: kept across a full run
+            results["throughput"] = previous["throughput"]
         RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
         MARKDOWN.parent.mkdir(exist_ok=True)
         report.write(results, MARKDOWN, PLOT, progress)

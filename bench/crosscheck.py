@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.simulate import Policy, poll_times
-from bench.statemachine import CostModel
+from bench.statemachine import CostModel, states_entered
 from bench.workload import Job
 from jobsync import clock as jobsync_clock
 from tests.support.lambdas import QUIET, load_event
@@ -64,7 +64,7 @@ def run_case(case: Case, model: CostModel) -> dict[str, Any]:
     # The simulator, given what really happened to the job.
     replay = Job("cross-check", started, ended - started, case.hint_s or 0)
     predicted = poll_times(replay, Policy("default", "", "jobsync", hint=case.hint_s is not None), 7 * 86_400)
-    entered = sum(1 for event in history if event["type"].endswith("StateEntered"))
+    entered = states_entered(history)
     return {
         "pending_s": case.pending_s,
         "run_s": case.run_s,

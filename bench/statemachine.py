@@ -83,6 +83,14 @@ SEED_600: dict[str, Any] = {
 SEED_POLL_STATE = "Query Training Job Status"
 
 
+def states_entered(history: Iterable[dict[str, Any]]) -> int:
+    """State transitions an execution was billed for: one per state entered (``*StateEntered`` events).
+
+    Read off an execution history (GetExecutionHistory's events); a Map's history holds its iterations' states too.
+    """
+    return sum(1 for event in history if event["type"].endswith("StateEntered"))
+
+
 def load_jobsync_definition(path: Path = JOBSYNC_DEFINITION) -> dict[str, Any]:
     return json.loads(path.read_text())
 

@@ -203,12 +203,12 @@ class LocalJobsync:
             self.api = KubeAPI(clock=self.clock.now).start()
             self.api.register_crd(pytorchjob_crd())
             self.api.create_namespace(NAMESPACE)
-            # On the wall clock a watch lasts its real timeoutSeconds. On virtual time watch mode's watches wait
-            # on that clock; the notifier's watches (callback mode) wait on the wall clock instead: on virtual
-            # time they would move the clock on between the execution's steps, and a callback wait would then
-            # time out later than its TimeoutSeconds.
+            # On the wall clock a watch lasts its real timeoutSeconds. On virtual time watch mode's watches
+            # wait on that clock (among RunJobs' children, in their turn); the notifier's watches (callback
+            # mode) wait on the wall clock instead: on virtual time they would move the clock on between the
+            # execution's steps, and a callback wait would then time out later than its TimeoutSeconds.
             if not isinstance(self.clock, WallClock) and not self.notifier_enabled:
-                self.api.virtual_watch = self.clock.advance
+                self.api.virtual_watch = self._virtual_watch
             self.sim = OperatorSim(self.api, self.clock.now, default_scenario=self.scenario)
             self.clock.on_advance(lambda _now: self.sim.step() if self.sim else None)
             cluster_env = {"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": self.api.url}
@@ -243,6 +243,13 @@ class LocalJobsync:
         runtime.reset()
         if self.notifier_enabled:
             self.start_notifier()
+
+    def _virtual_watch(self, seconds: float) -> None:
+        """An open watch lets ``seconds`` pass: at once, or among RunJobs' children in its turn (``virtual_sleep``)."""
+        if self.sfn is not None and self.sfn.cooperative_waits:
+            self.sfn.virtual_sleep(seconds)
+        else:
+            self.clock.advance(seconds)
 
     def _make_callback_resources(self) -> None:
         """The stack's table, its job event bus, and the rule that invokes the resume function (template.yaml)."""

@@ -20,6 +20,7 @@ class RequestRecord:
     namespace: str | None
     name: str | None
     body: Any = None
+    at: float | None = None  # when it arrived, on the API's clock (the virtual one in the local run)
 
 
 def rbac_verb(method: str, route: Route, watch: bool) -> str:

@@ -98,6 +98,7 @@ class Handler(BaseHTTPRequestHandler):
             route.rbac_resource if route else None,
             route.namespace if route else None,
             route.name if route else None,
+            at=api.clock(),
         )
         try:
             record.body = json.loads(raw) if raw else None

@@ -80,6 +80,11 @@ class Watches(RestVerbs):
                 self.virtual_watch(min(remaining, VIRTUAL_WATCH_STEP_SECONDS))
                 yield None
                 continue
+            if events and events[0].rv > cursor + 1:
+                # The log moved past this watch (it keeps the last 2,000 events): the apiserver ends it with 410.
+                expired = status_body(410, "Expired", f"too old resource version: {cursor} ({events[0].rv - 1})")
+                yield {"type": "ERROR", "object": expired}
+                return
             for event in events:
                 cursor = event.rv
                 if wanted(event.key, event.obj):
@@ -88,3 +93,5 @@ class Watches(RestVerbs):
                 yield None
             if deadline is not None and time.monotonic() >= deadline:
                 return
+            if self.virtual_watch is not None and self.clock() >= virtual_deadline:
+                return  # on virtual time too, a watch ends at its timeout while events keep coming

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import random
-import time
+import threading
 import types
 import uuid
 from collections.abc import Callable
@@ -42,6 +42,7 @@ from moto.stepfunctions.parser.asl.component.common.retry import jitter_strategy
 from moto.stepfunctions.parser.asl.component.common.string.string_expression import StringJSONata
 from moto.stepfunctions.parser.asl.component.program.program import Program
 from moto.stepfunctions.parser.asl.component.state import state as state_module
+from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_callback as callback_module,
@@ -86,14 +87,25 @@ def evaluate_jsonata(harness: LocalStepFunctions, patch: Patch) -> None:
 
 
 def encode_variables_as_json(harness: LocalStepFunctions, patch: Patch) -> None:
-    """Write every variable into the expression as JSON.
+    """Pass every variable to the expression as the JSON value it is.
 
     moto writes string variables as ``f'"{value}"'``, unescaped: a quote, a backslash
     or a newline in any ``$states`` value or Assign'd string breaks the expression.
-    JSON is valid JSONata, so the values arrive as the service passes them.
+    Here each value goes through JSON (so it arrives as the service passes it, a number
+    as JSONata reads the literal) and is bound to the expression by name
+    (``$states:=$__v0;``) instead of written into it: the text stays the same from one
+    evaluation to the next, so it is parsed once per thread, not once per state entered
+    with the whole ``$states`` in it (``_evaluate``).
     """
     for module in (moto_jsonata, states_module, variable_store_module):
         patch(module, "encode_jsonata_variable_declarations", _encode_jsonata_variable_declarations)
+
+    def get_variable_declarations(store: variable_store_module.VariableStore) -> str:
+        # moto keeps the declarations' text while the variables stay the same; bound by position, they
+        # are declared anew with each expression (the text comes out the same, so the parse is kept).
+        return store._to_variable_declarations(store._outer_scope) + store._to_variable_declarations(store._inner_scope)
+
+    patch(variable_store_module.VariableStore, "get_variable_declarations", get_variable_declarations)
 
 
 def jsonata_errors_are_query_evaluation_errors(harness: LocalStepFunctions, patch: Patch) -> None:
@@ -264,7 +276,9 @@ def task_token_wait_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) 
     ``harness.callback_step_seconds`` after each slice without an answer, so the
     simulated job goes on and the timeout (``States.Timeout``) comes when the
     virtual clock reaches it, as the service does. SendTaskSuccess still ends the
-    wait at once.
+    wait at once. Among concurrent executions (``cooperative_waits``) each step waits
+    its turn as a Wait state does (``LocalStepFunctions.virtual_sleep``), so a thousand
+    waiting tasks move time together instead of each racing it on.
     """
     clock = harness.clock
 
@@ -276,7 +290,13 @@ def task_token_wait_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) 
                 return outcome
             if clock.now() >= deadline:
                 return None
-            harness._advance(min(harness.callback_step_seconds, deadline - clock.now()))
+            if harness.cooperative_waits:
+                # SendTaskSuccess sets the endpoint's event after its outcome: it wakes the sleep.
+                answered = callback_endpoint._notify_event
+                arrived = lambda: callback_endpoint.get_outcome() is not None  # noqa: E731
+                harness.virtual_sleep(harness.callback_step_seconds, wake=answered, stop=arrived, until=deadline)
+            else:
+                harness._advance(min(harness.callback_step_seconds, deadline - clock.now()))
 
     patch(StateTaskServiceCallback, "_wait_for_task_token_timeout", wait)
 
@@ -317,6 +337,29 @@ def eventbridge_invokes_lambda_targets(harness: LocalStepFunctions, patch: Patch
 # --------------------------------------------------------------------- failures of the interpreter itself
 
 
+def tasks_are_waits_for_the_clock(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Speed and order only: while a Task runs (on the thread moto gives it), its execution counts as waiting.
+
+    Time among concurrent executions moves only when none is at work in the interpreter
+    (``LocalStepFunctions.at_work``): a task's own waits (a watch, a task token) move it
+    in their turn, and a Lambda's run is covered by ``wait_settle_seconds``. A .sync task's
+    execution (the parent) waits for its children from its first such task on.
+    """
+    original = ExecutionState._evaluate_with_timeout
+
+    def evaluate_with_timeout(state: ExecutionState, env: Any) -> None:
+        arn = None if isinstance(state, StateTaskServiceSfn) else execution_arn(env)
+        if arn:
+            harness.parked(arn)
+        try:
+            original(state, env)
+        finally:
+            if arn and env.is_running():
+                harness.at_work(arn)
+
+    patch(ExecutionState, "_evaluate_with_timeout", evaluate_with_timeout)
+
+
 def execution_thread_crashes_are_kept(harness: LocalStepFunctions, patch: Patch) -> None:
     """An exception that kills the execution thread is kept for ``wait()`` to raise.
 
@@ -327,11 +370,13 @@ def execution_thread_crashes_are_kept(harness: LocalStepFunctions, patch: Patch)
 
     def execution_logic(worker: ExecutionWorker) -> None:
         arn = worker._evaluation_details.execution_details.arn
+        harness.started(arn, this_thread=True)
         try:
             original(worker)
         except BaseException as exc:
             harness._crashes[arn] = exc
         finally:
+            harness.parked(arn)  # ended
             harness._done_event(arn).set()
 
     patch(ExecutionWorker, "_execution_logic", execution_logic)
@@ -413,7 +458,10 @@ def start_execution_without_a_name_gets_a_uuid(harness: LocalStepFunctions, patc
 
     def start_execution(backend: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any) -> Any:
         harness.activity()
-        return original(backend, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+        execution = original(backend, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+        if execution.exec_status == "RUNNING":
+            harness.started(execution.exec_arn)  # at work from now, not only once its thread runs
+        return execution
 
     patch(parser_models.StepFunctionsParserBackend, "start_execution", start_execution)
 
@@ -425,9 +473,12 @@ def sync_wait_checks_promptly(harness: LocalStepFunctions, patch: Patch) -> None
     gives a ``.sync`` task none), and that wait moves the virtual clock on
     (``task_token_wait_on_virtual_clock``): the parent would race time ahead of its
     children. Here the child's own states move time. Speed: moto sleeps 0.5 s of wall
-    time between DescribeExecution calls, here ``sync_poll_seconds``.
+    time between DescribeExecution calls; here the task looks again as soon as its child
+    has ended (or its own execution stopped), checking every ``sync_poll_seconds``
+    without a call (``LocalStepFunctions._sync_sleep``): a thousand parents' Map
+    iterations asking DescribeExecution every few milliseconds would starve their children.
     """
-    patch(callback_module, "time", types.SimpleNamespace(sleep=lambda s: time.sleep(min(s, harness.sync_poll_seconds))))
+    patch(callback_module, "time", types.SimpleNamespace(sleep=harness._sync_sleep))
     original = StateTaskServiceSfn._eval_sync
 
     def eval_sync(
@@ -458,9 +509,13 @@ def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch:
         child = submitted.get("ExecutionArn") if isinstance(submitted, dict) else None
         if child:
             harness._sync_children.add(child)
+            harness._sync_waits[threading.get_ident()] = (child, env)
+            parent = env.states.context_object.context_object_data["Execution"]["Id"]
+            harness.parked(parent)  # its child is at work now; the parent's end is _observed's
         try:
             original(task, env, *args, **kwargs)
         finally:
+            harness._sync_waits.pop(threading.get_ident(), None)
             if child and not env.is_running():
                 harness.stop_if_running(child, error="States.Aborted", cause="the parent's task was cancelled")
             if child:
@@ -527,6 +582,7 @@ HOOKS: tuple[Hook, ...] = (
     dates_on_virtual_clock,
     history_timestamps_on_virtual_clock,
     execution_timeout_on_virtual_clock,
+    tasks_are_waits_for_the_clock,
     execution_status_change_events,  # before the next: wait() returns once the event is sent
     execution_thread_crashes_are_kept,
     state_exceptions_are_kept,
@@ -554,11 +610,48 @@ def install(harness: LocalStepFunctions, stack: ExitStack, hooks: tuple[Hook, ..
 # --------------------------------------------------------------------- helpers
 
 
-def _evaluate_jsonata(expression: str) -> Any:
+def execution_arn(env: Any) -> str | None:
+    """The ARN of the execution an interpreter environment belongs to (its context object's Execution.Id)."""
     try:
-        return jsonata.Jsonata(expression).evaluate(None)
+        return str(env.states.context_object.context_object_data["Execution"]["Id"])
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
+# Per thread: the values bound so far for the expression being composed, those of the last one
+# evaluated (moto's output checks evaluate it again, wrapped in $exists() or $type()), and the
+# parsed expressions by text.
+_jsonata_local = threading.local()
+
+
+def _compiled(expression: str, with_parse: bool) -> Any:
+    cache: dict[tuple[str, bool], Any] | None = getattr(_jsonata_local, "compiled", None)
+    if cache is None:
+        cache = _jsonata_local.compiled = {}
+    compiled = cache.get((expression, with_parse))
+    if compiled is None:
+        compiled = jsonata.Jsonata(expression)
+        if with_parse:
+            compiled.register_lambda("parse", lambda text: json.loads(text))
+        if len(cache) > 2000:  # expressions come from a few definitions: this only bounds a pathological run
+            cache.clear()
+        cache[(expression, with_parse)] = compiled
+    return compiled
+
+
+def _evaluate(expression: str, with_parse: bool) -> Any:
+    building: list[Any] = getattr(_jsonata_local, "building", [])
+    if building:  # a newly composed expression: its values
+        _jsonata_local.values, _jsonata_local.building = building, []
+    values: list[Any] = getattr(_jsonata_local, "values", [])
+    try:
+        return _compiled(expression, with_parse).evaluate(None, {f"__v{i}": v for i, v in enumerate(values)})
     except Exception as exc:
         raise moto_jsonata.JSONataException(getattr(exc, "error", type(exc).__name__), str(exc)) from exc
+
+
+def _evaluate_jsonata(expression: str) -> Any:
+    return _evaluate(expression, with_parse=False)
 
 
 def _dates_as_epoch_millis(value: Any) -> None:
@@ -572,12 +665,7 @@ def _dates_as_epoch_millis(value: Any) -> None:
 
 
 def _evaluate_jsonata_with_parse(expression: str) -> Any:
-    try:
-        compiled = jsonata.Jsonata(expression)
-        compiled.register_lambda("parse", lambda text: json.loads(text))
-        return compiled.evaluate(None)
-    except Exception as exc:
-        raise moto_jsonata.JSONataException(getattr(exc, "error", type(exc).__name__), str(exc)) from exc
+    return _evaluate(expression, with_parse=True)
 
 
 def _json_default(value: Any) -> Any:
@@ -585,11 +673,20 @@ def _json_default(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
+def _as_jsonata_literal(value: Any) -> Any:
+    """``value`` as JSONata would read it written as JSON: dates as ISO text, an integral number as an int."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+    return json.loads(text, parse_float=lambda number: jsonata.utils.Utils.convert_number(float(number)))
+
+
 def _encode_jsonata_variable_declarations(bindings: dict[str, Any]) -> str:
-    return "".join(
-        f"{name}:={json.dumps(value, ensure_ascii=False, separators=(',', ':'), default=_json_default)};"
-        for name, value in bindings.items()
-    )
+    building: list[Any] = getattr(_jsonata_local, "building", None) or []
+    _jsonata_local.building = building
+    parts = []
+    for name, value in bindings.items():
+        parts.append(f"{name}:=$__v{len(building)};")
+        building.append(_as_jsonata_literal(value))
+    return "".join(parts)
 
 
 def _query_evaluation_error(env: Any, expression: str, exc: Any) -> FailureEventException:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import threading
 import time
 import traceback
 import uuid
 import zipfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -118,11 +120,21 @@ class LocalStepFunctions(InProcessLambdas):
         # moved it, and no Wait began or ended for ``wait_settle_seconds`` of wall time (see _wait_state).
         self.cooperative_waits = False
         self.wait_settle_seconds = 0.05
-        self._sleepers: dict[int, float] = {}
+        self._sleepers: dict[object, tuple[float, threading.Event]] = {}
+        # Executions at work in the interpreter (started, or woken from a wait, and not yet waiting again, in a
+        # Lambda, or ended): time does not move for them, for up to busy_grace_seconds of wall time each.
+        self._busy: dict[str, float] = {}
+        self._parked_once: set[str] = set()
+        self._execution_of_thread = threading.local()
+        self.busy_grace_seconds = 5.0
+        self.time_steps = 0  # how often a cooperative sleeper moved the clock: each waited wait_settle_seconds first
+        self.sleeper_idle_seconds = 1.0  # a sleeper not due looks again at least this often (wall s)
         self._sleepers_changed = threading.Condition()
         self._last_sleeper_change = 0.0
         # Children of .sync tasks, and those that ended before their parent's task saw it: time waits for it to.
         self._sync_children: set[str] = set()
+        # The .sync task each thread runs: thread id -> (the child it waits for, the task's own environment).
+        self._sync_waits: dict[int, tuple[str, Any]] = {}
         self._unobserved: set[str] = set()
         # Every "Step Functions Execution Status Change" event sent to the default bus, in order.
         self.status_changes: list[dict[str, Any]] = []
@@ -301,6 +313,8 @@ class LocalStepFunctions(InProcessLambdas):
             self.clock.advance_to(min([target, *pending]), stop=(lambda: not env.is_running()) if env else None)
             if self._fire_deadlines() or (env is not None and not env.is_running()):
                 break
+        if self._sleepers:
+            self._wake_sleepers()
         return self.clock.now() - start
 
     def _fire_deadlines(self) -> bool:
@@ -327,35 +341,141 @@ class LocalStepFunctions(InProcessLambdas):
         does, would let one execution's Wait pass hours that another, still busy in a
         Lambda task, has not lived. Here each Wait records when it ends; the soonest moves
         the clock there, once no Wait has begun or ended for ``wait_settle_seconds`` of
-        wall time (the others are waiting too, or in a .sync or callback wait); those due
-        by then end with it.
+        wall time (the others are waiting too, or in a .sync, callback or watch wait, which
+        take part the same way: ``virtual_sleep``); those due by then end with it.
+        """
+        return self._cooperative_sleep(self.clock.now() + max(0.0, seconds), env.is_running, env=env)
+
+    def virtual_sleep(
+        self,
+        seconds: float,
+        wake: threading.Event | None = None,
+        stop: Callable[[], bool] | None = None,
+        until: float | None = None,
+    ) -> float:
+        """Let ``seconds`` of virtual time pass for a caller that is not a Wait state (a watch, a task token wait).
+
+        Alone (``cooperative_waits`` off) the clock moves at once. Among concurrent executions the
+        caller waits its turn as a Wait does, its end rounded up to a multiple of ``seconds`` so
+        that every caller with the same step (a thousand open watches) moves time together.
+        ``wake`` is the event the caller's other news arrives on (a task token's answer) and
+        ``stop()`` says whether it has: the sleep then ends early. ``until``, when given, caps the
+        rounded end (a timeout's deadline). Returns how far the clock moved meanwhile.
+        """
+        if not self.cooperative_waits:
+            return self._advance(seconds)
+        now = self.clock.now()
+        target = now + seconds if seconds <= 0 else (math.floor(now / seconds) + 1) * seconds
+        if until is not None:
+            target = min(target, until)
+        return self._cooperative_sleep(target, lambda: True, wake=wake, stop=stop)
+
+    def _cooperative_sleep(
+        self,
+        target: float,
+        running: Callable[[], bool],
+        wake: threading.Event | None = None,
+        stop: Callable[[], bool] | None = None,
+        env: Any = None,
+    ) -> float:
+        """Sleep among the others until the clock reaches ``target`` (see ``_cooperative_wait``).
+
+        Only the soonest sleeper looks, every ``wait_settle_seconds``, whether all is quiet; the
+        others sleep on their own event until the clock passes them or they become the soonest
+        (``_wake_sleepers``), so a thousand sleepers cost no more than one.
         """
         start = self.clock.now()
-        target = start + max(0.0, seconds)
-        key = id(env)
+        key = object()
+        event = wake or threading.Event()
         cv = self._sleepers_changed
+        arn = hooks.execution_arn(env) if env is not None else self.current_execution()
         with cv:
-            self._sleepers[key] = target
+            self._sleepers[key] = (target, event)
             self._last_sleeper_change = time.monotonic()
-            cv.notify_all()
+        if arn:
+            self.parked(arn)
         try:
-            while env.is_running() and self.clock.now() < target:
+            while running() and self.clock.now() < target:
+                if stop is not None and stop():
+                    break
+                event.clear()  # before looking: a wake from here on is not lost
+                if stop is not None and stop():
+                    break
                 with cv:
-                    soonest = min(self._sleepers.values())
-                    settled = time.monotonic() - self._last_sleeper_change >= self.wait_settle_seconds
+                    soonest = min(t for t, _ in self._sleepers.values())
+                    now = time.monotonic()
+                    settled = now - self._last_sleeper_change >= self.wait_settle_seconds
                     settled = settled and not self._unobserved
-                    if target > soonest or not settled:
-                        cv.wait(self.wait_settle_seconds)
-                        continue
-                self._advance(target - self.clock.now(), env)
-                with cv:
-                    cv.notify_all()
+                    settled = settled and all(now - since >= self.busy_grace_seconds for since in self._busy.values())
+                if target <= soonest and settled:
+                    self.time_steps += 1
+                    self._advance(target - self.clock.now(), env)
+                    continue
+                event.wait(self.wait_settle_seconds if target <= soonest else self.sleeper_idle_seconds)
         finally:
             with cv:
                 self._sleepers.pop(key, None)
                 self._last_sleeper_change = time.monotonic()
-                cv.notify_all()
+            if arn and (env is None or env.is_running()):
+                self.at_work(arn)
+            self._wake_sleepers()
         return self.clock.now() - start
+
+    def current_execution(self) -> str | None:
+        """The execution whose thread this is (its worker thread), if any."""
+        return getattr(self._execution_of_thread, "arn", None)
+
+    def started(self, arn: str, this_thread: bool = False) -> None:
+        """An execution started: at work until it first waits, calls a Lambda or ends."""
+        if this_thread:
+            self._execution_of_thread.arn = arn
+        with self._sleepers_changed:
+            if arn not in self._parked_once:  # its thread may have got there first
+                self._busy.setdefault(arn, time.monotonic())
+            self._last_sleeper_change = time.monotonic()
+
+    def parked(self, arn: str) -> None:
+        """The execution waits (a Wait, a task token, a .sync child), is in a Lambda, or ended."""
+        with self._sleepers_changed:
+            self._parked_once.add(arn)
+            self._busy.pop(arn, None)
+            self._last_sleeper_change = time.monotonic()
+
+    def at_work(self, arn: str) -> None:
+        """The execution goes on in the interpreter (its wait ended, its Lambda answered)."""
+        with self._sleepers_changed:
+            self._parked_once.add(arn)
+            self._busy[arn] = time.monotonic()
+            self._last_sleeper_change = time.monotonic()
+
+    def _wake_sleepers(self) -> None:
+        """Wake the sleepers the clock has reached, and the soonest of the rest (it looks next)."""
+        with self._sleepers_changed:
+            if not self._sleepers:
+                return
+            now = self.clock.now()
+            soonest = min(self._sleepers.values(), key=lambda sleeper: sleeper[0])
+            soonest[1].set()
+            for target, event in self._sleepers.values():
+                if target <= now:
+                    event.set()
+
+    def _sync_sleep(self, seconds: float) -> None:
+        """A .sync task's pause between looks at its child: until the child ends or the task's execution stops.
+
+        Waits on the child's end (``_done_event``), checking the task's own execution every
+        ``sync_poll_seconds``; at most ``seconds`` (moto's 0.5 s), then the task looks anyway.
+        """
+        waiting = self._sync_waits.get(threading.get_ident())
+        if waiting is None:
+            time.sleep(min(seconds, self.sync_poll_seconds))
+            return
+        child, env = waiting
+        done = self._done_event(child)
+        deadline = time.monotonic() + seconds
+        while env.is_running() and not done.wait(min(self.sync_poll_seconds, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return
 
     def _retry_sleep(self, seconds: float) -> None:
         self.retry_sleeps.append(seconds)
