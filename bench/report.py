@@ -824,12 +824,18 @@ def throughput_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     if "poll" in by_mode:
         r = max(by_mode["poll"], key=lambda row: row["jobs"])
-        held = "no invocation held virtual time" if r["lambda_held_peak"] == 0 else "some held virtual time"
+        n = r["lambda_held_peak"]
+        held = (
+            "no invocation stayed open while virtual time passed"
+            if n == 0
+            else f"at most {n:,} were still open when the local run's clock stepped, an artefact of that clock"
+        )
         lines.append(
             f"`poll`: every look is a Lambda invocation, a GET and 3 transitions, so the cost grows with jobs x "
             f"looks: {r['lambda_invocations_per_job']:,.1f} invocations, {r['api_requests_per_job']:,.1f} API "
             f"requests and {r['transitions_per_job']:,.1f} transitions per job at {r['jobs']:,} jobs. Its limits "
-            f"are the StateTransition bucket and the API server's request rate, not Lambda concurrency: {held}."
+            f"are the StateTransition bucket and the API server's request rate, not Lambda concurrency: a poll "
+            f"answers within its GET ({held})."
         )
     if "watch" in by_mode:
         r = max(by_mode["watch"], key=lambda row: row["jobs"])
