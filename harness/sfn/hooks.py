@@ -519,7 +519,7 @@ def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch:
             if child and not env.is_running():
                 harness.stop_if_running(child, error="States.Aborted", cause="the parent's task was cancelled")
             if child:
-                harness._observed(child)
+                harness._observed(child, parent if env.is_running() else None)
 
     patch(StateTaskServiceSfn, "_eval_integration_pattern", eval_integration_pattern)
 

@@ -127,6 +127,9 @@ class LocalStepFunctions(InProcessLambdas):
         self._parked_once: set[str] = set()
         self._execution_of_thread = threading.local()
         self.busy_grace_seconds = 5.0
+        # Parents whose .sync task saw its child end, since when: see _observed.
+        self._holds: dict[str, float] = {}
+        self.observed_hold_seconds = 1.0
         self.time_steps = 0  # how often a cooperative sleeper moved the clock: each waited wait_settle_seconds first
         self.sleeper_idle_seconds = 1.0  # a sleeper not due looks again at least this often (wall s)
         self._sleepers_changed = threading.Condition()
@@ -407,6 +410,9 @@ class LocalStepFunctions(InProcessLambdas):
                     settled = now - self._last_sleeper_change >= self.wait_settle_seconds
                     settled = settled and not self._unobserved
                     settled = settled and all(now - since >= self.busy_grace_seconds for since in self._busy.values())
+                    settled = settled and all(
+                        now - since >= self.observed_hold_seconds for since in self._holds.values()
+                    )
                 if target <= soonest and settled:
                     self.time_steps += 1
                     self._advance(target - self.clock.now(), env)
@@ -439,6 +445,7 @@ class LocalStepFunctions(InProcessLambdas):
         with self._sleepers_changed:
             self._parked_once.add(arn)
             self._busy.pop(arn, None)
+            self._holds.pop(arn, None)
             self._last_sleeper_change = time.monotonic()
 
     def at_work(self, arn: str) -> None:
@@ -486,11 +493,18 @@ class LocalStepFunctions(InProcessLambdas):
         with self._sleepers_changed:
             self._last_sleeper_change = time.monotonic()
 
-    def _observed(self, child_arn: str) -> None:
-        """A .sync task has seen its child end: its parent moves on, and time may settle again from now."""
+    def _observed(self, child_arn: str, parent_arn: str | None = None) -> None:
+        """A .sync task has seen its child end: its parent moves on, and time stands still until it waits again.
+
+        The parent's next step (a Map's next iteration starting the next child, say) runs on
+        moto's threads, which may take longer than ``wait_settle_seconds`` on a loaded machine:
+        until the parent parks again, or ``observed_hold_seconds`` pass, the clock does not move.
+        """
         with self._sleepers_changed:
             self._unobserved.discard(child_arn)
             self._sync_children.discard(child_arn)
+            if parent_arn is not None:
+                self._holds[parent_arn] = time.monotonic()
             self._last_sleeper_change = time.monotonic()
             self._sleepers_changed.notify_all()
 

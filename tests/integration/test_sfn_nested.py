@@ -6,6 +6,7 @@ Small JSONata machines written in the test, as in test_sfn_harness.py: one behav
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import boto3
@@ -211,3 +212,19 @@ def test_an_execution_stopped_while_its_task_runs_ends_aborted_not_failed():
         holder["arn"] = arn.replace(":stateMachine:", ":execution:") + ":one"
         sfn.start(arn, {}, name="one")
         assert sfn.wait(holder["arn"])["status"] == "ABORTED"
+
+
+def test_the_next_item_starts_on_time_when_moto_is_slow_to_start_it(sfn, monkeypatch):
+    """On a loaded machine the Map's next iteration may start its child long after the last one
+    ended; the clock must not move on meanwhile (it did: the third child started at 100 s)."""
+    real_activity = sfn.activity
+
+    def slow_activity() -> None:  # called first thing by StartExecution, then on other work
+        time.sleep(0.3)  # six times wait_settle_seconds
+        real_activity()
+
+    monkeypatch.setattr(sfn, "activity", slow_activity)
+    description, child = run(sfn, parent(max_concurrency=2), [{"wait": 100}, {"wait": 50}, {"wait": 3000}])
+    t0 = description["startDate"].timestamp()
+    offsets = sorted(c["startDate"].timestamp() - t0 for c in children(sfn, child))
+    assert offsets == pytest.approx([0, 0, 50])
