@@ -21,17 +21,24 @@ version() { (cd "$here/$1" && go list -m -f '{{.Version}}' "$2"); }
 
 # build NAME MODULE_DIR PACKAGE LDFLAGS
 build() {
-  local name="$1" dir="$2" pkg="$3" ldflags="$4" stamp started
+  local name="$1" dir="$2" pkg="$3" ldflags="$4" stamp started partial lock
   stamp="$(cat "$here/$dir/go.mod" "$here/$dir/go.sum" <(go version) <(echo "$pkg $ldflags -trimpath") | sha256sum | cut -c1-16)"
+  # Two checkouts on one machine may build at once: one builds each binary while the other waits on its lock,
+  # then finds it up to date. The lock is released when its file descriptor closes, with this function.
+  exec {lock}>"$bin/.stamps/$name.lock"
+  flock "$lock"
   if [[ -x "$bin/$name" && "$(cat "$bin/.stamps/$name" 2>/dev/null)" == "$stamp" ]]; then
     echo "$name: up to date ($bin/$name)"
+    exec {lock}>&-
     return
   fi
   started=$(date +%s)
-  (cd "$here/$dir" && go build -trimpath -ldflags "$ldflags" -o "$bin/$name.partial" "$pkg")
-  mv -f "$bin/$name.partial" "$bin/$name"
-  echo "$stamp" > "$bin/.stamps/$name"
+  partial="$(mktemp "$bin/.$name.XXXXXX")"  # never another process's file, even without flock
+  (cd "$here/$dir" && go build -trimpath -ldflags "$ldflags" -o "$partial" "$pkg") || { rm -f "$partial"; exit 1; }
+  mv -f "$partial" "$bin/$name"  # a rename: a reader sees the old binary or the new one, never half of one
+  echo "$stamp" > "$bin/.stamps/$name.new" && mv -f "$bin/.stamps/$name.new" "$bin/.stamps/$name"
   echo "$name: built in $(( $(date +%s) - started ))s ($bin/$name)"
+  exec {lock}>&-
 }
 
 kube_ldflags() {
