@@ -172,8 +172,11 @@ def jobsync_run(
     kinds: str = "PyTorchJob",
     notifier: bool = False,
     notifier_env: Mapping[str, str] | None = None,
+    template_dirs: tuple[Path, ...] = (),
 ) -> Iterator[LocalJobsync]:
     """LocalJobsync against the e2e API server as jobsync-lambda, with the fast bounds.
+
+    ``template_dirs``: folders whose *.yaml the template bucket serves too (``jobTemplate`` inputs).
 
     With ``notifier`` (callback mode) the notifier runs as a process, as its service account
     (``notifier_kubeconfig``), logging to ``logs/notifier.log`` in the control plane's folder.
@@ -188,6 +191,7 @@ def jobsync_run(
         notifier_kubeconfig=identity,
         notifier_log=cp.logs_dir / "notifier.log",
         notifier_env=dict(notifier_env or {}),
+        template_dirs=template_dirs,
     ) as local:
         yield local
 

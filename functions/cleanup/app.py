@@ -1,8 +1,10 @@
 """CleanupFunction: delete the job when the execution's `cleanup` setting asks for it.
 
-Two callers: the state machine's Cleanup state (the loop state), and an
-EventBridge rule for executions that ended without reaching it (aborted,
-timed out, failed: a "Step Functions Execution Status Change" event).
+Two callers: the state machine's Cleanup state (the loop state, whose job
+carries the uid Submit returned), and an EventBridge rule for executions that
+ended without reaching it (aborted, timed out, failed: a "Step Functions
+Execution Status Change" event; the uid is then read from the execution's
+history). Either way only that uid is deleted.
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ metrics = Metrics()
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if execution_events.is_execution_event(event):
         result = execution_events.cleanup_after(
-            event, runtime.cluster(), runtime.settings(), runtime.describe_execution, runtime.cleanup_state_ran
+            event,
+            runtime.cluster(),
+            runtime.settings(),
+            runtime.describe_execution,
+            execution_events.history_reader(runtime.stepfunctions()),
+            runtime.cleanup_state_ran,
         )
     else:
         result = cleanup(parse(CleanupRequest, event), runtime.cluster(), runtime.settings())

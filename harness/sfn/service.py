@@ -26,7 +26,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.stepfunctions.parser import models as parser_models
 
 from harness.clock import VirtualClock
-from harness.sfn import hooks
+from harness.sfn import history, hooks
 from harness.sfn.lambdas import Handler, Injection, InProcessLambdas, Invocation
 from jobsync import clock as jobsync_clock
 
@@ -539,5 +539,6 @@ class LocalStepFunctions(InProcessLambdas):
     # ----------------------------------------------------------------- moto hooks
 
     def _install_hooks(self, stack: ExitStack) -> None:
-        """Patch moto's interpreter with :data:`harness.sfn.hooks.HOOKS`, in order, until ``stack`` closes."""
-        hooks.install(self, stack)
+        """Patch moto's interpreter with :data:`harness.sfn.hooks.HOOKS`, in order, until ``stack`` closes;
+        and its GetExecutionHistory (:mod:`harness.sfn.history`)."""
+        hooks.install(self, stack, (*hooks.HOOKS, history.execution_history_in_pages))

@@ -90,13 +90,14 @@ def test_cleanup_never_keeps_the_job_of_an_aborted_execution():
         assert len(local.jobs_left()) == 1
 
 
-def test_a_timed_out_execution_whose_input_is_a_template_finds_its_job_by_label_in_each_allowed_kind():
-    # A jobTemplate input says nothing of the kind or of the name (the template's): each allowed kind is
-    # listed by this execution's label, and what is found is checked and deleted.
+def test_a_failed_template_execution_whose_submit_created_nothing_deletes_no_job_found_by_its_label():
+    # A jobTemplate input says nothing of the kind or of the name (the template's); the execution's history
+    # shows no Submit answered, so no uid is known. Each allowed kind is listed by this execution's label,
+    # and what is found is named, not deleted: a label alone never makes a job this execution's.
     env = {**QUIET, "JOBSYNC_ALLOWED_KINDS": "TFJob,PyTorchJob"}
     with LocalJobsync("success", env=env) as local:
         # A real execution (cleanup checks with Step Functions); its submit fails, moto's S3 having no
-        # template, and the job it would have made is put by hand, named as the template named it.
+        # template, and a job labelled for it is put by hand, named as the template would have named it.
         arn = local.start(
             load_event("submit-template.json") | {"cleanup": "always", "jobTemplate": MISSING_TEMPLATE},
             name="from-template",
@@ -105,18 +106,19 @@ def test_a_timed_out_execution_whose_input_is_a_template_finds_its_job_by_label_
         name = job_name(arn, "resnet50-imagenet")
         meta = {"name": name, "namespace": "ml-training", "labels": job_labels(arn)}
         job = {**load_event("run-job-input.json")["job"], "metadata": meta}
-        local.api.put((*PYTORCHJOBS, "ml-training", name), job)
+        before = local.api.put((*PYTORCHJOBS, "ml-training", name), job)
         stranger = {**job, "metadata": {**meta, "name": "resnet50-imagenet-0000", "labels": {"team": "vision"}}}
         local.api.put((*PYTORCHJOBS, "ml-training", "resnet50-imagenet-0000"), stranger)
         local.api.clear_requests()
         out = cleanup(status_change(description))
-        assert out["deleted"] is True and out["job"]["kind"] == "PyTorchJob" and out["job"]["name"] == name
+        assert out["deleted"] is False and out["labelled"] == [name], out
+        assert out["reason"].startswith("left alone: no Submit of this execution answered, so no uid is known")
+        assert f"PyTorchJob ml-training/{name}" in out["reason"]
         assert [(r.method, r.resource, r.status) for r in local.api.requests] == [
             ("GET", "tfjobs", 200),  # the list, empty
-            ("GET", "pytorchjobs", 200),  # the list
-            ("GET", "pytorchjobs", 200),  # the job, its labels checked
-            ("DELETE", "pytorchjobs", 200),
+            ("GET", "pytorchjobs", 200),  # the list: named, not deleted
         ]
+        assert local.api.get((*PYTORCHJOBS, "ml-training", name)) == before
         assert local.api.get((*PYTORCHJOBS, "ml-training", "resnet50-imagenet-0000")) is not None
 
 

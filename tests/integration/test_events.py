@@ -9,16 +9,18 @@ run-job-input.json through the whole state machine in test_run_job.py.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from harness.local import LocalJobsync
 from jobsync import runtime
 from jobsync.run.manifests import job_labels, job_name
 from tests.support.kube import PYTORCHJOBS
-from tests.support.lambdas import EVENTS, invoke, load_event
+from tests.support.lambdas import EVENTS, QUIET, invoke, load_event
 
 # Execution inputs: test_run_job.py, test_demo.py and test_run_jobs.py run them through the state machines.
 TESTED_ELSEWHERE = {"run-job-input.json", "run-job-template-input.json"}
@@ -97,32 +99,22 @@ def test_cleanup_failed(kube_api, lambda_context):
     assert kube_api.objects(*PYTORCHJOBS) == []
 
 
-def test_cleanup_execution_aborted(kube_api, lambda_context, monkeypatch):
+def test_cleanup_execution_aborted(lambda_context):
+    # The sample's execution, run for real and stopped mid-run: cleanup checks with Step Functions that it was
+    # aborted, and reads the uid of its job from its Submit's answer in the execution's history.
     event = load_event("cleanup-execution-aborted.json")
-    arn = event["detail"]["executionArn"]
-    ref = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "namespace": "ml-training",
-        "name": job_name(arn, "pytorch-simple"),
-    }
-    kube_api.put(
-        (*PYTORCHJOBS, "ml-training", job_name(arn, "pytorch-simple")), _job_for({"job": ref, "execution": arn})
-    )
-    with mock_aws():  # cleanup asks Step Functions that the execution really was aborted
-        sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        role = "arn:aws:iam::123456789012:role/jobsync-run-job"
-        machine = sfn.create_state_machine(
-            name="jobsync-run-job", definition='{"StartAt":"W","States":{"W":{"Type":"Pass","End":true}}}', roleArn=role
-        )["stateMachineArn"]
-        assert machine == event["detail"]["stateMachineArn"]
-        sfn.start_execution(stateMachineArn=machine, name=event["detail"]["name"], input=event["detail"]["input"])
-        sfn.stop_execution(executionArn=arn, error="Cancelled", cause="stopped by hand")
-        monkeypatch.setenv("JOBSYNC_STATE_MACHINE_ARN", machine)
-        runtime.reset()
+    detail = event["detail"]
+    with LocalJobsync("success", {"pending_s": 30, "run_s": 6 * 3600}, env=QUIET) as local:
+        assert local.sfn is not None and local._state_machine_arn == detail["stateMachineArn"]
+        t0 = local.clock.now()
+        local.clock.on_advance(lambda now: now - t0 >= 900 and local.sfn.stop_if_running(detail["executionArn"]))
+        arn = local.start(json.loads(detail["input"]), name=detail["name"])
+        assert arn == detail["executionArn"] and local.sfn.wait(arn)["status"] == "ABORTED"
+        (job,) = local.api.objects(*PYTORCHJOBS)
         out = invoke("cleanup", event, lambda_context)
-    assert out["deleted"] is True and out["job"]["name"] == job_name(arn, "pytorch-simple")
-    assert kube_api.objects(*PYTORCHJOBS) == []
+        assert out["deleted"] is True and out["job"]["name"] == job_name(arn, "pytorch-simple")
+        assert out["job"]["uid"] == job["metadata"]["uid"]
+        assert local.api.objects(*PYTORCHJOBS) == []
 
 
 def test_every_sample_event_has_a_test():

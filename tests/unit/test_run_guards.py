@@ -87,7 +87,7 @@ def test_with_the_uid_the_loop_saw_cleanup_still_checks_the_labels_then_deletes_
     ("stored", "why"),
     [
         (job(uid="uid-2", execution=None, managed=False), "not created by this execution"),
-        (job(uid="uid-2"), "another object"),  # ours by its labels, but not the object the loop saw
+        (job(uid="uid-2"), "not the object Submit created (uid uid-1)"),  # ours by its labels, another object
     ],
 )
 def test_an_object_that_replaced_ours_under_the_same_name_is_left_alone(stored, why):
@@ -98,22 +98,20 @@ def test_an_object_that_replaced_ours_under_the_same_name_is_left_alone(stored, 
 
 
 @pytest.mark.parametrize(
-    ("stored", "execution", "deleted"),
+    "stored",
     [
-        (job(execution=EXECUTION), EXECUTION, True),
-        (job(execution=OTHER_EXECUTION), EXECUTION, False),  # another execution's job
-        (job(execution=None, managed=False), EXECUTION, False),  # a person's job of that name
+        job(execution=EXECUTION),  # labelled for this execution: a name and a label are not enough
+        job(execution=OTHER_EXECUTION),
+        job(execution=None, managed=False),
     ],
 )
-def test_without_a_uid_cleanup_checks_the_labels_first(stored, execution, deleted):
+def test_without_a_uid_cleanup_deletes_nothing_and_names_the_field(stored):
     cluster = RecordingCluster({NAME: stored}, expect=EXPECTED)
-    out = cleanup(cluster, job=dict(REF), execution=execution)
-    assert out["deleted"] is deleted
-    assert (NAME in cluster.objects) is not deleted
-    if not deleted:
-        assert "left alone" in out["reason"] and cluster.calls == [("get", NAME)]
+    with pytest.raises(InvalidInput, match=r"^job\.uid: required"):
+        cleanup(cluster, job=dict(REF), execution=EXECUTION)
+    assert NAME in cluster.objects and cluster.calls == []
 
 
 def test_a_job_already_gone_is_success():
-    out = cleanup(RecordingCluster(expect=EXPECTED), job=dict(REF), execution=EXECUTION)
-    assert out == {"job": {**REF, "uid": None}, "deleted": False, "reason": "already gone"}
+    out = cleanup(RecordingCluster(expect=EXPECTED), job={**REF, "uid": "uid-1"}, execution=EXECUTION)
+    assert out == {"job": {**REF, "uid": "uid-1"}, "deleted": False, "reason": "already gone"}

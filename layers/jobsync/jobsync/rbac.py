@@ -24,7 +24,7 @@ from typing import Any
 from jobsync.evaluation.kinds import KindSpec
 
 RBAC_API = "rbac.authorization.k8s.io"
-# list: cleanup after an execution event finds a jobTemplate's job by its execution label.
+# list: cleanup after an execution event whose Submit never answered names the jobs labelled for it (deletes none).
 JOB_VERBS = ("create", "get", "list", "delete")
 POD_RULES = (
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},

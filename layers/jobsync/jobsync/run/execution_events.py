@@ -5,61 +5,68 @@ Step Functions runs no ``Catch`` when an execution is stopped by hand
 has no Catch. The job it submitted would run on, on its GPUs, with nobody
 waiting for it. EventBridge reports each such end as a "Step Functions
 Execution Status Change" event; a rule (template.yaml) sends the ABORTED,
-TIMED_OUT and FAILED ones of this state machine to the cleanup Lambda, which
-calls :func:`cleanup_after` here.
-
-What the event gives, and how the job is found from it:
-
-- the job's **name**, for a ``job`` manifest in the input, is
-  ``manifests.job_name(executionArn, <the manifest's metadata.name>)``: the
-  name submit gave it, from the same two values. For a ``jobTemplate`` input
-  the name comes from the rendered template, which may have changed since (or
-  read other parameters): it is not derived but looked up, by listing each
-  allowed kind with the ``jobsync.io/execution`` label of this execution (the
-  Role's ``list`` verb); every job found is then checked and deleted as below;
-- its **namespace** is the deployment's (submit refuses any other);
-- its **kind** is the ``job`` manifest's in the execution input. For a
-  ``jobTemplate`` input each allowed kind is listed, and only a job whose
-  ``jobsync.io/execution`` label is this execution's is deleted;
-- the input's ``cleanup`` setting is honoured: ``never`` keeps the job,
-  ``onFailure`` and ``always`` delete it (the execution did not succeed).
-  The input is the one DescribeExecution returns, so an event that left it
-  out (EventBridge drops inputs over its size limit) is handled by the
-  input's real setting.
-
-A job that is already gone is success; a job of that name that another
-execution (or a person) created is left alone. The event arrives for FAILED
-executions that did run their Cleanup state too: the job is then already
-gone, or kept on purpose (``never``), and nothing changes.
+TIMED_OUT and FAILED ones of this state machine (RunJobs' children among
+them: each is a RunJob execution) to the cleanup Lambda, which calls
+:func:`cleanup_after` here.
 
 The event itself is only a claim: anyone allowed events:PutEvents on the
 bus, or lambda:InvokeFunction on the function, can send one. So before the
 cluster is asked anything, Step Functions is (DescribeExecution): the
 execution must be one of this deployment's state machine
 (``JOBSYNC_STATE_MACHINE_ARN``) and must really have ended as ABORTED,
-TIMED_OUT or FAILED. Its input, the ``cleanup`` setting and the kind, is
-taken from that answer too, not from the event.
+TIMED_OUT or FAILED. Its ``cleanup`` setting is taken from that answer's
+input (an event may leave the input out: EventBridge drops inputs over its
+size limit), not from the event.
+
+Which job is the execution's own is read from its history
+(GetExecutionHistory): the answer of its Submit task (``TaskSucceeded``, or
+``LambdaFunctionSucceeded``) holds the job's kind, name and **uid**. Only that
+object is deleted, after a GET that checks its label and uid, by a DELETE
+with the uid as precondition. Never a job found by its name or by the
+``jobsync.io/execution`` label alone: a person may have applied a copy of the
+job (``kubectl get -o yaml``, renamed), which carries the same labels, or
+applied it again under the same name (another uid). Such an object is left
+alone and reported. The history is read oldest first, and only as far as the
+Submit state: it is among the first events (its retries included), so one
+page answers.
+
+When the history shows no Submit that answered:
+
+- Submit never ran (the input was refused before it, or the execution was
+  stopped first): there is no job, and the cluster is not asked;
+- Submit ran and no attempt answered (each was refused, timed out, or the
+  execution was stopped while one was in flight): a job may exist all the
+  same, created by an attempt whose answer was lost, and it carries the
+  execution's label. No uid is known, so nothing is deleted: the jobs that
+  carry the label are listed and named in the answer (``labelled``) and the
+  log, for a person to check and delete (docs/reliability.md).
+
+A job that is already gone is success. The event arrives for FAILED
+executions that did run their Cleanup state too; their own Cleanup decided,
+and nothing changes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jobsync.errors import ClusterConfigError, InvalidInput
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.run import manifests
 from jobsync.run.cleanup import delete_if_ours, should_delete
-from jobsync.run.inputs import EXECUTION_ARN, parse
+from jobsync.run.inputs import EXECUTION_ARN, JobRef, parse
 from jobsync.run.loop import Cluster as _LoopCluster
+from jobsync.run.loop import allowed_spec
 from jobsync.settings import Settings
 
 
 class Cluster(_LoopCluster, Protocol):
-    """The loop's cluster, and a list of jobs by label (a template's job is found by its execution label)."""
+    """The loop's cluster, and a list of jobs by label (to name a job whose uid no Submit answered with)."""
 
     def list_jobs(self, spec: KindSpec, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
 
@@ -68,6 +75,14 @@ DETAIL_TYPE = "Step Functions Execution Status Change"
 SOURCE = "aws.states"
 ENDED_OUTSIDE_THE_LOOP = frozenset({"ABORTED", "TIMED_OUT", "FAILED"})
 CLEANUP_MODES = ("onFailure", "always", "never")
+SUBMIT_STATE = "Submit"  # statemachine/run_job.asl.json
+# History events a page: the Submit state's events come first, retries and all (about 45 at most).
+HISTORY_PAGE = 100
+# The events that carry a task's answer (lambda:invoke, or a Lambda ARN as the Resource), and their details.
+_ANSWERS = {
+    "TaskSucceeded": "taskSucceededEventDetails",
+    "LambdaFunctionSucceeded": "lambdaFunctionSucceededEventDetails",
+}
 
 
 class ExecutionDetail(BaseModel):
@@ -96,21 +111,36 @@ def is_execution_event(event: Any) -> bool:
 
 Describe = Callable[[str], "dict[str, Any] | None"]
 CleanupRan = Callable[[str], bool]
+# The execution's history events, oldest first, read page by page only as far as they are consumed.
+History = Callable[[str], Iterable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What an execution's history says of its Submit state: whether it ran, and the job it answered with."""
+
+    ran: bool
+    job: JobRef | None = None
 
 
 def cleanup_after(
-    event: Any, cluster: Cluster, settings: Settings, describe: Describe, cleanup_ran: CleanupRan | None = None
+    event: Any,
+    cluster: Cluster,
+    settings: Settings,
+    describe: Describe,
+    history: History,
+    cleanup_ran: CleanupRan | None = None,
 ) -> dict[str, Any]:
     """Delete the job of an execution that ended outside the loop, if its ``cleanup`` setting asks for it.
 
     ``describe`` is DescribeExecution (``jobsync.runtime.describe_execution``):
-    None for an execution Step Functions does not know.
+    None for an execution Step Functions does not know. ``history`` is
+    GetExecutionHistory (:func:`history_reader`).
     """
     change: ExecutionStatusChange = parse(ExecutionStatusChange, event)
     detail = change.detail
     arn, status = detail.executionArn, detail.status
-    job: dict[str, Any] = {"namespace": settings.namespace, "name": _inline_name(arn, detail.input)}
-    result: dict[str, Any] = {"execution": arn, "status": status, "job": job, "deleted": False}
+    result: dict[str, Any] = {"execution": arn, "status": status, "job": None, "deleted": False}
     if status not in ENDED_OUTSIDE_THE_LOOP:
         return {**result, "reason": f"the execution is {status}: nothing to clean up"}
     _execution_input(detail.input)  # a malformed event is refused by name, before any request
@@ -129,58 +159,113 @@ def cleanup_after(
     execution_input = _execution_input(description.get("input"))
     mode = execution_input.get("cleanup", "onFailure")
     if mode not in CLEANUP_MODES:
-        mode = "onFailure"  # submit refused the input, so there is no job; the label check below still applies
+        mode = "onFailure"  # submit refused the input, so there is no job; the history below says so
     result["cleanup"] = mode
     if not should_delete(mode, None):
         return {**result, "reason": f"cleanup is {mode}"}
 
-    candidates = _candidate_kinds(execution_input, settings)
-    if not candidates:
-        return {**result, "reason": "the input's kind is not allowed here: submit created nothing"}
-    name = _inline_name(arn, description.get("input"))
-    if name is None:
-        return _cleanup_by_label(cluster, settings, candidates, arn, result)
-    outcomes = []
-    for spec in candidates:
-        ref = {"apiVersion": spec.api_version, "kind": spec.kind, "namespace": settings.namespace, "name": name}
-        deleted, reason = delete_if_ours(cluster, spec, settings.namespace, name, arn)
-        if deleted:
-            return {**result, "job": ref, "deleted": True, "reason": reason}
-        outcomes.append((ref, reason))
-    foreign = [o for o in outcomes if o[1] != "already gone"]
-    ref, reason = (foreign or outcomes)[0]
-    return {**result, "job": ref, "reason": reason}
-
-
-def _inline_name(arn: str, text: Any) -> str | None:
-    """The job's name when the execution input holds its manifest (as submit names it); None for a template."""
+    submitted = submitted_job(history(arn), arn)
+    if not submitted.ran:
+        return {**result, "reason": "no job: the execution never reached Submit"}
+    job = submitted.job
+    if job is None or not job.uid:
+        return _no_known_uid(cluster, settings, execution_input, arn, result)
+    uid: str = job.uid
+    result["job"] = job.model_dump()
     try:
-        manifest = _execution_input(text if isinstance(text, str) else None).get("job")
-    except InvalidInput:
+        spec = allowed_spec(job, settings)  # as Submit allowed it; a deployment changed since touches nothing
+    except InvalidInput as exc:
+        return {**result, "reason": f"left alone: {exc}"}
+    deleted, reason = delete_if_ours(cluster, spec, job.namespace, job.name, arn, uid)
+    return {**result, "deleted": deleted, "reason": reason}
+
+
+def submitted_job(events: Iterable[dict[str, Any]], arn: str) -> Submitted:
+    """Whether the Submit state ran, and the job its answer named (with its uid), from the history oldest first.
+
+    RunJob has no parallel branch: the events between entering Submit and
+    entering the next state are Submit's (its attempts and retries). Reading
+    stops there, or at the answer.
+    """
+    ran = False
+    current: str | None = None
+    for event in events:
+        entered = event.get("stateEnteredEventDetails")
+        if isinstance(entered, dict):
+            if ran:
+                break  # past Submit: no answer came
+            current = entered.get("name")
+            ran = current == SUBMIT_STATE
+            continue
+        details = event.get(_ANSWERS.get(str(event.get("type")), ""))
+        if current == SUBMIT_STATE and isinstance(details, dict):
+            job = _answered_job(details.get("output"), arn)
+            if job is not None:
+                return Submitted(ran=True, job=job)
+    return Submitted(ran=ran)
+
+
+def _answered_job(output: Any, arn: str) -> JobRef | None:
+    """The job Submit's answer names: lambda:invoke wraps it in ``Payload``, a plain Lambda task does not."""
+    try:
+        answer = json.loads(output) if isinstance(output, str) else None
+    except ValueError:
+        return None  # cut short (outputDetails.truncated): no uid can be read
+    if isinstance(answer, dict) and isinstance(answer.get("Payload"), dict):
+        answer = answer["Payload"]
+    if not isinstance(answer, dict) or answer.get("execution") != arn:
         return None
-    return manifests.job_name(arn, manifests.manifest_name(manifest)) if isinstance(manifest, dict) else None
+    try:
+        return JobRef.model_validate(answer.get("job"))
+    except ValidationError:
+        return None
 
 
-def _cleanup_by_label(
-    cluster: Cluster, settings: Settings, candidates: list[KindSpec], arn: str, result: dict[str, Any]
+def _no_known_uid(
+    cluster: Cluster, settings: Settings, execution_input: dict[str, Any], arn: str, result: dict[str, Any]
 ) -> dict[str, Any]:
-    """A template's job: found by this execution's label, kind by kind, then deleted as any other (checked first)."""
+    """Submit ran and no attempt answered: name the jobs labelled for this execution, delete none of them."""
     selector = f"{manifests.EXECUTION_LABEL}={manifests.execution_label(arn)}"
-    deleted_refs: list[tuple[dict[str, Any], str]] = []
-    outcomes: list[tuple[dict[str, Any], str]] = []
-    for spec in candidates:
-        for found in cluster.list_jobs(spec, settings.namespace, selector):
-            name = str((found.get("metadata") or {}).get("name", ""))
-            ref = {"apiVersion": spec.api_version, "kind": spec.kind, "namespace": settings.namespace, "name": name}
-            deleted, reason = delete_if_ours(cluster, spec, settings.namespace, name, arn)
-            (deleted_refs if deleted else outcomes).append((ref, reason))
-    if deleted_refs:
-        ref, reason = deleted_refs[0]
-        return {**result, "job": ref, "deleted": True, "reason": reason}
-    if outcomes:
-        ref, reason = outcomes[0]
-        return {**result, "job": ref, "reason": reason}
-    return {**result, "reason": "already gone (no job carries this execution's label)"}
+    found = [
+        (spec.kind, str((job.get("metadata") or {}).get("name", "")))
+        for spec in _candidate_kinds(execution_input, settings)
+        for job in cluster.list_jobs(spec, settings.namespace, selector)
+    ]
+    reason = "left alone: no Submit of this execution answered, so no uid is known"
+    if not found:
+        return {**result, "labelled": [], "reason": f"{reason}, and no job carries the label {selector}"}
+    names = ", ".join(f"{kind} {settings.namespace}/{name}" for kind, name in found)
+    return {
+        **result,
+        "labelled": [name for _, name in found],
+        "reason": f"{reason}; labelled {selector}, perhaps created by an attempt whose answer was lost: {names} "
+        "(check each, and delete by hand the one that is this execution's)",
+    }
+
+
+def history_reader(client: Any) -> History:
+    """GetExecutionHistory through ``client`` (boto3's Step Functions client), oldest first, page by page."""
+
+    def events(arn: str) -> Iterator[dict[str, Any]]:
+        from botocore.exceptions import ClientError
+
+        kwargs: dict[str, Any] = {"executionArn": arn, "maxResults": HISTORY_PAGE, "reverseOrder": False}
+        while True:
+            try:
+                page = client.get_execution_history(**kwargs)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code", "") in {"AccessDeniedException", "AccessDenied"}:
+                    raise ClusterConfigError(
+                        f"states:GetExecutionHistory on {arn} is denied: the cleanup role must be allowed it "
+                        "on this state machine's executions (template.yaml)"
+                    ) from None
+                raise
+            yield from page.get("events", [])
+            if not page.get("nextToken"):
+                return
+            kwargs["nextToken"] = page["nextToken"]
+
+    return events
 
 
 def _verified(arn: str, settings: Settings, describe: Describe) -> tuple[dict[str, Any] | None, str]:
@@ -204,15 +289,14 @@ def _verified(arn: str, settings: Settings, describe: Describe) -> tuple[dict[st
 
 
 def _execution_input(text: str | None) -> dict[str, Any]:
+    """The execution input as an object; {} for one that is not (the state machine refuses it before Submit)."""
     if text is None:
         return {}
     try:
         value = json.loads(text)
     except ValueError:
         raise InvalidInput("detail.input: not JSON (the execution input, as a JSON string)") from None
-    if not isinstance(value, dict):
-        raise InvalidInput(f"detail.input: must be a JSON object, got {type(value).__name__}")
-    return value
+    return value if isinstance(value, dict) else {}
 
 
 def _candidate_kinds(execution_input: dict[str, Any], settings: Settings) -> list[KindSpec]:
