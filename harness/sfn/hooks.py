@@ -30,7 +30,7 @@ from moto.core.exceptions import JsonRESTError
 from moto.events.models import EventTemplateParser
 from moto.events.models import Rule as EventsRule
 from moto.stepfunctions.parser import models as parser_models
-from moto.stepfunctions.parser.api import EvaluationFailedEventDetails, ExecutionStatus, HistoryEventType
+from moto.stepfunctions.parser.api import EvaluationFailedEventDetails, HistoryEventType
 from moto.stepfunctions.parser.asl.component import eval_component
 from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
     FailureEvent,
@@ -57,7 +57,6 @@ from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp 
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval import states as states_module
 from moto.stepfunctions.parser.asl.eval import variable_store as variable_store_module
-from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerTimeout
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
@@ -290,9 +289,7 @@ def task_token_wait_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) 
             if outcome is not None:
                 return outcome
             if clock.now() >= deadline:
-                # The service refuses the token from now on (SendTaskSuccess: TaskTimedOut); moto never says so.
-                callback_endpoint.report(CallbackConsumerTimeout())
-                return callback_endpoint.get_outcome()  # None, unless an answer came just before
+                return None
             if harness.cooperative_waits:
                 # SendTaskSuccess sets the endpoint's event after its outcome: it wakes the sleep.
                 answered = callback_endpoint._notify_event
@@ -302,25 +299,6 @@ def task_token_wait_on_virtual_clock(harness: LocalStepFunctions, patch: Patch) 
                 harness._advance(min(harness.callback_step_seconds, deadline - clock.now()))
 
     patch(StateTaskServiceCallback, "_wait_for_task_token_timeout", wait)
-
-
-def timed_out_tokens_are_refused(harness: LocalStepFunctions, patch: Patch) -> None:
-    """SendTaskSuccess with the token of a task that timed out fails with TaskTimedOut, as the service answers.
-
-    moto keeps a timed-out task's callback endpoint while the execution runs on and takes an answer to
-    it silently. The endpoint is marked when its wait times out (``task_token_wait_on_virtual_clock``);
-    moto's own check of that mark tests the wrong object, then fails building its error.
-    """
-    original = parser_models.StepFunctionsParserBackend.send_task_success
-
-    def send_task_success(backend: Any, task_token: str, outcome: str) -> Any:
-        for execution in backend._get_executions(ExecutionStatus.RUNNING):
-            endpoint = execution.exec_worker.env.callback_pool_manager._pool.get(task_token)
-            if endpoint is not None and isinstance(endpoint.consumer_error, CallbackConsumerTimeout):
-                raise JsonRESTError("TaskTimedOut", "Task Timed Out: 'Provided task does not exist anymore'")
-        return original(backend, task_token, outcome)
-
-    patch(parser_models.StepFunctionsParserBackend, "send_task_success", send_task_success)
 
 
 def eventbridge_invokes_lambda_targets(harness: LocalStepFunctions, patch: Patch) -> None:
@@ -609,7 +587,6 @@ HOOKS: tuple[Hook, ...] = (
     execution_thread_crashes_are_kept,
     state_exceptions_are_kept,
     task_token_wait_on_virtual_clock,
-    timed_out_tokens_are_refused,
     eventbridge_invokes_lambda_targets,
     sfn_integration_uses_api_names,
     start_execution_without_a_name_gets_a_uuid,
