@@ -20,15 +20,16 @@ $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-## Run the whole test suite, then lint.
-test: $(STAMP)
+## Run the whole test suite, then lint. The template tests translate it with the scanners' pinned
+## aws-sam-translator (its pydantic pin clashes with the layer's), so .venv-scan comes first.
+test: $(STAMP) $(SCAN_VENV)/.installed
 	$(BIN)/python -m pytest -q
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 ## The suite again with every clock the project reads moved four years ahead.
-test-future: $(STAMP)
+test-future: $(STAMP) $(SCAN_VENV)/.installed
 	$(BIN)/python -m pytest -q --clock-offset-days=1460
 
 ## Run the state machine end to end on the local Kubernetes API and operator simulator;

@@ -42,6 +42,18 @@ def test_cleanup_failures_go_to_a_queue_that_alarms():
     assert alarm["AlarmActions"] == RESOURCES["FailedExecutionsAlarm"]["Properties"]["AlarmActions"]
 
 
+def test_resume_failures_go_to_a_queue_of_their_own_that_alarms():
+    """A lost resume delays a verdict to the safety poll; it must not look like a cleanup that failed."""
+    resume = RESOURCES["ResumeFunction"]["Properties"]
+    queue = {"Fn::GetAtt": ["ResumeFailedQueue", "Arn"]}
+    assert resume["EventInvokeConfig"]["DestinationConfig"]["OnFailure"] == {"Type": "SQS", "Destination": queue}
+    assert resume["Events"]["JobEnded"]["Properties"]["DeadLetterConfig"] == {"Arn": queue}
+    alarm = RESOURCES["ResumeFailedAlarm"]["Properties"]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["ResumeFailedQueue", "QueueName"]}}]
+    assert alarm["AlarmActions"] == RESOURCES["FailedExecutionsAlarm"]["Properties"]["AlarmActions"]
+    assert TEMPLATE["Outputs"]["ResumeFailedQueueUrl"]["Value"] == {"Ref": "ResumeFailedQueue"}
+
+
 def test_both_senders_may_send_to_the_queue_and_no_one_else_is_let_in():
     # Lambda sends with the function's role (SAM adds no policy to a role it did not make).
     role = RESOURCES["CleanupFunction"]["Properties"]["Role"]["Fn::GetAtt"][0]
@@ -68,7 +80,7 @@ def test_both_senders_may_send_to_the_queue_and_no_one_else_is_let_in():
 
 def test_every_queue_is_encrypted_and_sam_makes_none():
     queues = _of_type("AWS::SQS::Queue")
-    assert set(queues) == {"CleanupFailedQueue"}
+    assert set(queues) == {"CleanupFailedQueue", "ResumeFailedQueue"}
     for name, queue in queues.items():
         props = queue["Properties"]
         assert props.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in props, name
@@ -94,11 +106,11 @@ def test_the_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use():
     [cloudwatch] = [s for s in statements if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}]
     assert set(cloudwatch["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey"}
     assert cloudwatch["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
-    alarms = cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::Sub"]
-    assert alarms.endswith(":alarm:${AWS::StackName}-*")
-    # CloudFormation names this stack's alarms <stack>-<logical id>-<suffix>: none sets AlarmName.
-    for name, alarm in _of_type("AWS::CloudWatch::Alarm").items():
-        assert "AlarmName" not in alarm["Properties"], name
+    # Exactly this stack's alarms, by the names they set (a prefix <stack>-* is also another stack's).
+    allowed = {sub["Fn::Sub"].split(":alarm:")[1] for sub in cloudwatch["Condition"]["ArnEquals"]["aws:SourceArn"]}
+    named = {alarm["Properties"]["AlarmName"]["Fn::Sub"] for alarm in _of_type("AWS::CloudWatch::Alarm").values()}
+    assert allowed == named and len(named) == 3
+    assert "ArnLike" not in cloudwatch["Condition"]
 
 
 def test_execution_data_is_logged_only_when_log_execution_data_is_true():

@@ -4,7 +4,8 @@ Every IAM statement in the template (managed policies, role policies, the
 functions' and the state machine's inline policies, trust policies) is
 checked. The only ``Resource: "*"`` allowed is for actions that have no
 resource-level permissions, listed in RESOURCE_STAR_ONLY with the reason.
-SAM policy templates (LambdaInvokePolicy, ...) are scoped by SAM itself.
+The template uses no SAM policy template (LambdaInvokePolicy grants function:<name>*, which is also
+another stack's functions: test_template_stacks.py); its own statements name their ARNs.
 One statement may say ``kms:*``: a KMS key policy's grant to the account's own
 root, the default key policy, which hands the key to the account's IAM policies
 (it grants no one anything by itself, and without it the key can become

@@ -15,11 +15,18 @@ as in poll mode), and hands a loop state that ended to ``SendTaskSuccess``.
 An event for an execution that waits for nothing, for a job that is not the
 one the execution created, or whose token was already used (the task timed
 out and the safety poll took over) changes nothing.
+
+Only Await stores a new token. Resume's write-back of the loop state, after
+its poll, holds only while the token it read is still the stored one: the wait
+may time out and re-arm while Resume polls, and the new token must stay for
+the job's end event to find (``TokenStore``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,6 +35,8 @@ from jobsync.run.inputs import LoopState
 from jobsync.run.loop import Cluster, epoch
 from jobsync.run.poll import poll
 from jobsync.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 # What SendTaskSuccess answers for a token that can no longer be used.
 USED_TOKEN_ERRORS = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
@@ -48,7 +57,14 @@ class Waiting:
 
 
 class TokenStore:
-    """Task tokens by execution, in the stack's DynamoDB table (``pk`` ``token#<execution ARN>``)."""
+    """Task tokens by execution, in the stack's DynamoDB table (``pk`` ``token#<execution ARN>``).
+
+    Await's ``put`` is the one authority for a new token. Every other write is
+    conditional on the token the writer read, so a Resume that polled while the
+    wait timed out and re-armed can never write the old token back over the new
+    one (the job's end event would then find a used token, and the execution
+    would learn of the end only at its safety poll).
+    """
 
     def __init__(self, table: Any) -> None:
         self._table = table
@@ -57,10 +73,13 @@ class TokenStore:
     def _key(execution: str) -> dict[str, str]:
         return {"pk": f"token#{execution}"}
 
-    def put(self, state: LoopState, token: str) -> None:
+    def _item(self, state: LoopState, token: str) -> dict[str, Any]:
         expires = int(epoch(state.deadline)) + TOKEN_TTL_AFTER_DEADLINE
-        item = {**self._key(state.execution or ""), "token": token, "state": state.model_dump_json(), "ttl": expires}
-        self._table.put_item(Item=item)
+        return {**self._key(state.execution or ""), "token": token, "state": state.model_dump_json(), "ttl": expires}
+
+    def put(self, state: LoopState, token: str) -> None:
+        """Store a new wait's token: it replaces whatever an earlier wait of the execution left."""
+        self._table.put_item(Item=self._item(state, token))
 
     def get(self, execution: str) -> Waiting | None:
         item = self._table.get_item(Key=self._key(execution), ConsistentRead=True).get("Item")
@@ -68,17 +87,29 @@ class TokenStore:
             return None
         return Waiting(str(item["token"]), LoopState.model_validate_json(str(item["state"])))
 
-    def update(self, state: LoopState, token: str) -> None:
-        """Keep the latest loop state for the same token (stuck-since, phase-since, polls)."""
-        self.put(state, token)
+    def update(self, state: LoopState, token: str) -> bool:
+        """Keep the latest loop state (stuck-since, phase-since, polls) while ``token`` is still the stored one.
+
+        False, changing nothing, when the wait re-armed meanwhile (a newer token is stored) or the token
+        was used and forgotten: the newer item is the one that counts.
+        """
+        if self._if_still(token, self._table.put_item, Item=self._item(state, token)):
+            return True
+        logger.info("the wait re-armed meanwhile: its newer token stays", extra={"execution": state.execution})
+        return False
 
     def delete(self, execution: str, token: str) -> None:
         """Forget the token, unless a newer one (the wait re-armed) replaced it meanwhile."""
+        self._if_still(token, self._table.delete_item, Key=self._key(execution))
+
+    @staticmethod
+    def _if_still(token: str, write: Callable[..., Any], **request: Any) -> bool:
+        """``write(**request)`` only while the stored token is ``token``; False when it no longer is (or none is)."""
         from botocore.exceptions import ClientError
 
         try:
-            self._table.delete_item(
-                Key=self._key(execution),
+            write(
+                **request,
                 ConditionExpression="#t = :token",
                 ExpressionAttributeNames={"#t": "token"},
                 ExpressionAttributeValues={":token": token},
@@ -86,6 +117,8 @@ class TokenStore:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
+            return False
+        return True
 
 
 def deliver(tokens: TaskTokens, token: str, state: LoopState) -> bool:
@@ -139,8 +172,10 @@ def resume(
         return Resumed(False, "the event is about another job than the one this execution created")
     new = poll(waiting.state, cluster, settings)
     if not new.terminal:
-        store.update(new, waiting.token)
-        return Resumed(False, f"the job is {new.phase} when looked at: the event was stale", new)
+        why = f"the job is {new.phase} when looked at: the event was stale"
+        if not store.update(new, waiting.token):
+            why += "; the wait re-armed meanwhile and keeps its new token"
+        return Resumed(False, why, new)
     delivered = deliver(tokens, waiting.token, new)
     store.delete(execution, waiting.token)
     if not delivered:

@@ -153,7 +153,8 @@ class AwaitRequest(_Strict):
     model_config = ConfigDict(extra="forbid", strict=False) | ON_FIRST_USE
 
     state: LoopState
-    taskToken: str = Field(min_length=1, max_length=1024)
+    # SendTaskSuccess takes a taskToken of 1-2,048 characters: any token the service hands out fits.
+    taskToken: str = Field(min_length=1, max_length=2048)
 
 
 class PhaseChangedEvent(BaseModel):
