@@ -35,7 +35,7 @@ def aws_size(value: Any) -> int:
 def padded(template: dict[str, Any], field: str, size: int) -> dict[str, Any]:
     """``template`` with ``field`` a string that brings it to exactly ``size`` bytes of compact JSON."""
     value = {**template, field: ""}
-    filler = 'é"x'  # a two-byte character and a quote, which JSON escapes: not just ASCII
+    filler = 'ab"'  # with a quote, which JSON escapes (moto counts non-ASCII as \\u escapes, AWS as UTF-8)
     while aws_size(value) < size:
         value[field] += filler[len(value[field]) % len(filler)]
     while aws_size(value) > size:
@@ -59,10 +59,13 @@ def job(index: int, scenario: str = "success", **extra: Any) -> dict[str, Any]:
     return {**entry, **extra}
 
 
-def run(execution_input: Any, timeout_s: float = 300, **hooks: Any) -> tuple[RunResult, list[dict], list[dict]]:
+def run(
+    execution_input: Any, timeout_s: float = 300, template_dir: Path | None = None, **hooks: Any
+) -> tuple[RunResult, list[dict], list[dict]]:
     """Run RunJobs to its end, each of ``hooks`` wrapping the handler it names; its result, its children's
     descriptions and its history."""
-    with LocalJobsync(env=QUIET, execution_events=True) as local:
+    dirs = (template_dir,) if template_dir else ()
+    with LocalJobsync(env=QUIET, execution_events=True, template_dirs=dirs) as local:
         assert local.sfn
         for name, wrap in hooks.items():
             local.sfn.handlers[name] = wrap(local, local.sfn.handlers[name])
@@ -88,31 +91,37 @@ def payloads(history: list[dict]) -> list[tuple[str, int]]:
 # ----------------------------------------------------------------------------- the largest run
 
 
-def test_the_largest_run_fits_with_every_jobs_4kb_result_and_4kb_context():
-    result_of = {}
-    jobs = []
-    for i in range(MAX_JOBS):
-        message = padded({"accuracy": 0.9 + i / 1000, "modelUri": f"s3://models/run/{i}/model.pt"}, "notes", 4096)
-        result_of[i] = message
-        context = padded({"pipelineRun": f"nightly-{i}"}, "commitMessage", 4096)
-        annotations = {"jobsync.local/termination-message": json.dumps(message, ensure_ascii=False)}
-        jobs.append(job(i, context=context, annotations=annotations))
-    execution_input = {"jobs": jobs, "maxConcurrency": 0, "failFast": False}
-    # StartExecution's own limit: the input must fit first, without the test-only annotation (a real
-    # container writes its result itself).
-    real = copy.deepcopy(execution_input)
-    for entry in real["jobs"]:
-        del entry["job"]["metadata"]["annotations"]["jobsync.local/termination-message"]
-    assert aws_size(real) <= PAYLOAD_LIMIT
+def test_the_largest_run_fits_with_every_jobs_4kb_result_and_4kb_context(tmp_path):
+    # As many inline jobs with 4 KB contexts fit StartExecution's own 256 KB limit, with room for larger manifests.
+    inline = [{**job(i), "context": padded({"pipelineRun": f"nightly-{i}"}, "commit", 4096)} for i in range(MAX_JOBS)]
+    assert aws_size({"jobs": inline, "failFast": False}) <= 0.85 * PAYLOAD_LIMIT
+    # The run itself: what each job's container writes (the test-only annotation) comes from a template, so the
+    # input stays what a caller sends. Each message is 4096 bytes, the kubelet's cap, once ${INDEX} is two digits.
+    message = padded({"accuracy": 0.9, "modelUri": "s3://models/run/00/model.pt"}, "notes", 4096)
+    text = json.dumps(message, separators=(",", ":"))
+    manifest = job(0)["job"]
+    manifest["metadata"]["name"] = "j${INDEX}"
+    manifest["metadata"]["annotations"]["jobsync.local/termination-message"] = text.replace("/00/", "/${INDEX}/")
+    (tmp_path / "max-result.yaml").write_text(json.dumps(manifest, ensure_ascii=False))
+    template = "s3://jobsync-templates-123456789012/jobsync/templates/max-result.yaml"
+    jobs = [
+        {
+            "jobTemplate": template,
+            "parameters": {"INDEX": f"{i:02d}"},
+            "context": padded({"pipelineRun": f"nightly-{i}"}, "commit", 4096),
+        }
+        for i in range(MAX_JOBS)
+    ]
+    result, _, history = run({"jobs": jobs, "maxConcurrency": 0, "failFast": False}, template_dir=tmp_path)
 
-    result, _, history = run(execution_input, timeout_s=900)
     assert result.status == "SUCCEEDED", (result.error, (result.cause or "")[:300])
     outcomes = result.output["jobs"]
     assert [o["index"] for o in outcomes] == list(range(MAX_JOBS))
     assert all(o["phase"] == "SUCCEEDED" for o in outcomes)
-    assert [o["result"] for o in outcomes] == [result_of[i] for i in range(MAX_JOBS)]  # each result, once
-    whole_input = aws_size(execution_input)
-    largest = max((sized for sized in payloads(history) if sized[1] != whole_input), key=lambda sized: sized[1])
+    expected = [json.loads(text.replace("/00/", f"/{i:02d}/")) for i in range(MAX_JOBS)]
+    assert [o["result"] for o in outcomes] == expected  # each result, once
+    assert all(aws_size(o["result"]) == 4096 for o in outcomes)
+    largest = max(payloads(history), key=lambda sized: sized[1])
     assert largest[1] <= PAYLOAD_LIMIT, largest
     assert aws_size(result.output) <= PAYLOAD_LIMIT
 
