@@ -62,6 +62,7 @@ from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata
+from moto.stepfunctions.parser.asl.jsonata import validations as jsonata_validations
 from moto.stepfunctions.parser.backend import execution as execution_module
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
@@ -568,6 +569,48 @@ def jsonata_parse_function(harness: LocalStepFunctions, patch: Patch) -> None:
     patch(moto_jsonata, "_eval_jsonata", _evaluate_jsonata_with_parse)
 
 
+def jsonata_nothing_fails_naming_its_field(harness: LocalStepFunctions, patch: Patch) -> None:
+    """A JSONata expression that returns nothing fails its state, naming the field, as AWS words it.
+
+    AWS fails the state with States.QueryEvaluationError (catchable) when the expression
+    of a field returns nothing: a whole field (``"Cause": "{% $x.absent %}"``), a value in
+    a JSON object or array of the definition (``"Output": {"v": "{% $x.absent %}"}``), an
+    Assign'd variable, Items, a Choice Condition. Inside a JSONata expression nothing is
+    not an error: an object constructor drops the key (``{% {'v': $x.absent} %}`` is
+    ``{}``), an array constructor drops the item. The Cause reads "The JSONata expression
+    '...' specified for the field 'Output/v' returned nothing (undefined)."; moto fails in
+    the same places but names no field, or a class of its own. Here the field is the
+    innermost one a definition names (``Cause``, ``Output``, ``v``), not AWS's whole path.
+    """
+    original = jsonata_validations._validate_null_output
+    original_field_name = eval_component.EvalComponent._field_name
+
+    def field_name(component: Any) -> str | None:
+        name = type(component).__name__
+        if name == "ItemsJSONata":
+            return "Items"
+        if name.startswith(("JSONataTemplateValue", "AssignTemplateValue", "AssignDecl")):
+            return None  # a value, not a field: the field is the key or the state's field around it
+        if name.startswith("AssignTemplateBinding"):
+            return str(component.identifier)
+        return original_field_name(component)  # type: ignore[no-any-return]
+
+    def validate_null_output(env: Any, expression: str, rich_jsonata_expression: str) -> None:
+        try:
+            original(env, expression, rich_jsonata_expression)
+        except FailureEventException as exc:
+            assert exc.failure_event.event_details is not None
+            details = exc.failure_event.event_details["evaluationFailedEventDetails"]
+            details["cause"] = (
+                f"The JSONata expression '{expression}' specified for the field '{env.next_field_name}' "
+                "returned nothing (undefined)."
+            )
+            raise
+
+    patch(jsonata_validations, "_validate_null_output", validate_null_output)
+    patch(eval_component.EvalComponent, "_field_name", field_name)
+
+
 HOOKS: tuple[Hook, ...] = (
     evaluate_jsonata,
     encode_variables_as_json,
@@ -594,6 +637,7 @@ HOOKS: tuple[Hook, ...] = (
     sync_task_stops_its_child_when_cancelled,
     a_stopped_execution_stays_aborted,
     jsonata_parse_function,
+    jsonata_nothing_fails_naming_its_field,
 )
 
 

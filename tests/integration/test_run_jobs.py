@@ -51,14 +51,16 @@ def test_all_succeeded_returns_each_jobs_output_and_the_summary():
     execution_input = load_event("run-jobs-input.json")
     failing = execution_input["jobs"][1]["job"]["metadata"]["annotations"]
     failing["jobsync.local/scenario"] = "success"
-    result, _, _ = run(execution_input)
+    result, children, _ = run(execution_input)
     assert result.status == "SUCCEEDED"
     assert [job["phase"] for job in result.output["jobs"]] == ["SUCCEEDED"] * 3
     assert result.output["summary"]["succeeded"] == 3
     first = result.output["jobs"][0]
-    # The job's own start and end (its status): the run time alone, not the pending time.
-    assert first["output"]["phase"] == "SUCCEEDED" and first["output"]["durationSeconds"] == 3600
-    assert first["status"] == "SUCCEEDED" and first["error"] is None
+    assert set(first) == {"index", "executionArn", "status", "job", "phase", "reason", "error", "result"}
+    assert first["status"] == "SUCCEEDED" and first["error"] is None and first["job"]["kind"] == "PyTorchJob"
+    # The rest is in the child's own execution: the job's own start and end, the run time alone.
+    [child] = [c for c in children if c["executionArn"] == first["executionArn"]]
+    assert json.loads(child["output"])["durationSeconds"] == 3600
 
 
 def test_with_fail_fast_the_first_failure_stops_the_others_and_their_jobs_are_cleaned_up():
