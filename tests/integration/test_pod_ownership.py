@@ -133,10 +133,8 @@ def test_the_log_tail_and_diagnostics_of_a_failed_job_are_never_a_strangers_pods
         assert cause.get("result") != STRANGER_RESULT
         pods = {d.get("pod") for d in cause["diagnostics"] if d["reason"] != NOT_OWNED}
         assert pods == {f"{job}-worker-0"}, cause["diagnostics"]
-        assert {
-            "reason": NOT_OWNED,
-            "message": f"ignored 1 pod labelled for this job that it does not own: {stranger}",
-        } in (cause["diagnostics"])
+        note = f"ignored 1 pod labelled for this job that it does not own: {stranger}"
+        assert {"reason": NOT_OWNED, "message": note} in cause["diagnostics"]
         # Cleanup deleted the job and its pods, and left the stranger's alone.
         assert result.jobs_left == []
         assert local.api and local.api.get(("", "v1", "pods", NS, stranger)) is not None
