@@ -214,3 +214,31 @@ def test_a_failed_trainjobs_log_tail_result_and_diagnostics_come_from_its_own_po
     assert [d.get("pod") for d in new.diagnostics] == [f"{NAME}-node-0-0", None]
     assert new.diagnostics[-1]["message"].endswith(f"does not own: {NAME}-aaa")
     assert ("read_log", f"{NAME}-aaa") not in cluster.calls
+
+
+# --------------------------------------------------------------------------- what the Role allows for it
+
+
+def test_a_trainjob_deployments_role_may_get_its_pods_owners_and_nothing_more():
+    from jobsync import rbac
+    from jobsync.settings import parse_allowed_kinds
+
+    def grants(kinds: str) -> set[tuple[str, str, str]]:
+        role = rbac.lambda_role(NS, parse_allowed_kinds(kinds))
+        return {
+            (v, g, r)
+            for rule in role["rules"]
+            for v in rule["verbs"]
+            for g in rule["apiGroups"]
+            for r in rule["resources"]
+        }
+
+    plain = grants("PyTorchJob")
+    assert grants("PyTorchJob,TrainJob") - plain == {
+        *((verb, "trainer.kubeflow.org", "trainjobs") for verb in rbac.JOB_VERBS),
+        ("get", "batch", "jobs"),
+        ("get", "jobset.x-k8s.io", "jobsets"),
+    }
+    # An allowed batch/v1 Job already has get: no second rule for it.
+    role = rbac.lambda_role(NS, parse_allowed_kinds("TrainJob,Job"))
+    assert [r["verbs"] for r in role["rules"] if r["apiGroups"] == ["batch"]] == [list(rbac.JOB_VERBS)]
