@@ -211,9 +211,9 @@ def _explain(
         found = _job_pods(spec, state, uid, cluster)
         findings = diagnostics.pod_findings(found.pods)
         stuck_found = diagnostics.stuck_reason(findings)
-        notes = findings + found.notes()
+        reported = findings + found.notes()
         if stuck_found is None:
-            return Explanation(verdict, notes, stuck_checked=True)
+            return Explanation(verdict, reported, stuck_checked=True)
         judged = stuck.judge(stuck_found, found.pods, state, now, cluster, settings)
         stuck_since = judged.since
         if judged.expired(now):
@@ -229,7 +229,7 @@ def _explain(
             verdict = Evaluation(verdict.phase, judged.stuck.reason, judged.stuck.message, verdict.since, spec.kind)
             until = judged.ends_at()
         since = clock.isoformat(stuck_since)
-        return Explanation(verdict, notes, stuck_checked=True, stuck_since=since, stuck_until=until)
+        return Explanation(verdict, reported, stuck_checked=True, stuck_since=since, stuck_until=until)
     if verdict.phase == Phase.FAILED:
         found = _job_pods(spec, state, uid, cluster)
         failed = diagnostics.failed_container(found.pods)
@@ -238,8 +238,8 @@ def _explain(
             log = cluster.read_log(state.job.namespace, failed[0], failed[1], settings.log_tail_bytes)
             log_tail = diagnostics.tail(log, settings.log_tail_bytes) or None
         result = _result(spec, obj, state, cluster, found.pods)  # the same pods: no second LIST
-        notes = diagnostics.pod_findings(found.pods) + found.notes()
-        return Explanation(verdict, notes, log_tail=log_tail, result=result)
+        reported = diagnostics.pod_findings(found.pods) + found.notes()
+        return Explanation(verdict, reported, log_tail=log_tail, result=result)
     if verdict.phase == Phase.SUCCEEDED:
         read = results.owned_pods(spec, obj, state.job.namespace, state.job.name, cluster)
         if read is None:  # not read (logged): the verdict stands, without a result
