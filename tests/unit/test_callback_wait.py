@@ -139,7 +139,9 @@ def pod(waiting: dict | None = None, unschedulable: bool = False) -> dict:
     if waiting:
         status["containerStatuses"] = [{"name": "pytorch", "state": {"waiting": waiting}}]
     labels = {"training.kubeflow.org/job-name": "t", "training.kubeflow.org/replica-type": "master"}
-    return {"metadata": {"name": "t-master-0", "uid": "p1", "labels": labels}, "status": status}  # fmt: skip
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "t", "uid": "uid-1", "controller": True}
+    meta = {"name": "t-master-0", "uid": "p1", "labels": labels, "ownerReferences": [owner]}  # the job's own
+    return {"metadata": meta, "status": status}
 
 
 @pytest.fixture

@@ -295,6 +295,9 @@ def _poll_job(status_conditions, cluster_cls=RecordingCluster, pods=()):
     from tests.unit.test_poll_times import NAME, condition, pytorchjob
 
     job = pytorchjob({"conditions": [condition(c) for c in status_conditions]})
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": NAME, "controller": True}
+    for each in pods:  # as the operator makes them: owned by the job
+        each["metadata"]["ownerReferences"] = [{**owner, "uid": job["metadata"]["uid"]}]
     return cluster_cls({NAME: job}, pods=list(pods)), NAME
 
 

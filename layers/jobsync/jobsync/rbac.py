@@ -7,6 +7,8 @@ derives the set from the requests the Lambdas make and compares):
 
 - submit: create + get the job kinds (get to adopt on a retried submit);
 - status: get the job (watch in watch mode); list pods by label; get
+  the objects between a job and its pods that their owner references name
+  (a TrainJob's JobSet and batch Jobs: is the pod really the job's?); get
   pods/log of a failed pod; list the events of a stuck pod (is capacity
   coming? can its image ever be pulled?);
 - cleanup: get + delete the job;
@@ -31,6 +33,8 @@ POD_RULES = (
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
 )
+# The objects between a job and its pods (KindSpec.via) are only read, one by one.
+OWNER_VERBS = ("get",)
 NOTIFIER_VERBS = ("list", "watch")
 NAME = "jobsync"
 NOTIFIER_NAME = "jobsync-notifier"
@@ -52,13 +56,22 @@ def kind_rules(kinds: Iterable[KindSpec], verbs: Sequence[str]) -> list[dict[str
     ]
 
 
+def owner_rules(kinds: Iterable[KindSpec]) -> list[dict[str, Any]]:
+    """get on the objects between the kinds' jobs and their pods, unless they are allowed kinds themselves."""
+    kinds = list(kinds)
+    allowed = {(spec.group, spec.plural) for spec in kinds}
+    parts = [part for spec in kinds for part in spec.via if (part.group, part.plural) not in allowed]
+    return kind_rules(parts, OWNER_VERBS)
+
+
 def lambda_role(namespace: str, kinds: Iterable[KindSpec], watch: bool = False) -> dict[str, Any]:
+    kinds = list(kinds)
     verbs = (*JOB_VERBS, "watch") if watch else JOB_VERBS
     return {
         "apiVersion": f"{RBAC_API}/v1",
         "kind": "Role",
         "metadata": {"name": NAME, "namespace": namespace, "labels": _labels("lambdas")},
-        "rules": [*kind_rules(kinds, verbs), *POD_RULES],
+        "rules": [*kind_rules(kinds, verbs), *owner_rules(kinds), *POD_RULES],
     }
 
 

@@ -1,17 +1,21 @@
 """The kind registry: one entry per job kind jobsync understands.
 
 Everything that differs between kinds lives here: where the API serves it,
-which evaluator reads its status, and how to find the pods it runs.
-Adding a kind is one entry in ``KINDS``.
+which evaluator reads its status, and how to find the pods it runs (the label
+that selects them, and the objects between the job and its pods that ownership
+goes through, ``jobsync.run.pods``). Adding a kind is one entry in ``KINDS``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from jobsync.errors import EvaluationError
 from jobsync.evaluation import ack, azure_ml, batch, kubeflow, sagemaker, trainer
 from jobsync.evaluation.conditions import Evaluator
+from jobsync.evaluation.phase import Evaluation
 
 AZURE_ML_KIND = "AzureMLJob"
 
@@ -23,7 +27,11 @@ class KindSpec:
     ``api_version`` is None for statuses that do not come from Kubernetes
     (Azure ML). ``pod_label`` is the label the operator puts on the job's
     pods, with the job's name as its value; None where no pods run in the
-    cluster (the SageMaker operators run the work in SageMaker).
+    cluster (the SageMaker operators run the work in SageMaker). The label only
+    selects: a pod is the job's when its controller reference leads to the job,
+    directly, or (``via``, outermost first) through the objects the job's
+    controller creates, which own the pods (a TrainJob's JobSet, the JobSet's
+    batch Jobs).
     """
 
     api_version: str | None
@@ -31,6 +39,7 @@ class KindSpec:
     plural: str | None
     evaluator: Evaluator
     pod_label: str | None = None
+    via: tuple[KindSpec, ...] = ()
 
     @property
     def group(self) -> str:
@@ -46,7 +55,16 @@ class KindSpec:
         return f"{self.pod_label}={job_name}" if self.pod_label else None
 
 
+def _not_evaluated(obj: Mapping[str, Any]) -> Evaluation:
+    raise EvaluationError("JobSet is read only as the owner of a TrainJob's batch Jobs, not run as a kind of its own")
+
+
 _KUBEFLOW_POD_LABEL = "training.kubeflow.org/job-name"
+_JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+_BATCH_JOB = KindSpec("batch/v1", "Job", "jobs", batch.batch_job, "batch.kubernetes.io/job-name")
+# Not an allowed kind (it has no evaluator yet): the JobSet a TrainJob's controller creates, of the TrainJob's
+# name. As a kind of its own it would own its pods through its batch Jobs: via=(_BATCH_JOB,).
+_JOBSET = KindSpec("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", _not_evaluated, _JOBSET_NAME_LABEL)
 _SAGEMAKER = "sagemaker.aws.amazon.com/v1"
 _ACK_SAGEMAKER = "sagemaker.services.k8s.aws/v1alpha1"
 
@@ -58,15 +76,16 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("kubeflow.org/v1", "XGBoostJob", "xgboostjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
     KindSpec("kubeflow.org/v1", "PaddleJob", "paddlejobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
     KindSpec("kubeflow.org/v1", "JAXJob", "jaxjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    # Kubeflow Trainer v2: a TrainJob runs as a JobSet of the same name.
+    # Kubeflow Trainer v2: a TrainJob runs as a JobSet of the same name, whose batch Jobs own the pods.
     KindSpec(
         "trainer.kubeflow.org/v1alpha1",
         "TrainJob",
         "trainjobs",
         trainer.trainer_v2,
-        "jobset.sigs.k8s.io/jobset-name",
+        _JOBSET_NAME_LABEL,
+        via=(_JOBSET, _BATCH_JOB),
     ),
-    KindSpec("batch/v1", "Job", "jobs", batch.batch_job, "batch.kubernetes.io/job-name"),
+    _BATCH_JOB,
     # SageMaker Operators for Kubernetes
     KindSpec(_SAGEMAKER, "TrainingJob", "trainingjobs", sagemaker.sagemaker_training_job),
     KindSpec(_SAGEMAKER, "HyperparameterTuningJob", "hyperparametertuningjobs", sagemaker.sagemaker_tuning_job),

@@ -12,7 +12,7 @@ from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
 from jobsync.evaluation.times import JobTimes, job_times
-from jobsync.run import diagnostics, results, stuck
+from jobsync.run import diagnostics, pods, results, stuck
 from jobsync.run.inputs import LoopState
 from jobsync.run.loop import Cluster, Starting, allowed_spec, ensure_ours, epoch, with_next_wait
 from jobsync.settings import Settings
@@ -203,17 +203,18 @@ def _explain(
             )
         )
     ends = verdict.phase in (Phase.SUCCEEDED, Phase.FAILED)
-    selector = spec.pod_selector(state.job.name)
-    if selector is None:
+    if spec.pod_selector(state.job.name) is None:
         # No pods in the cluster (SageMaker): the result is what the status carries.
         return Explanation(verdict, result=_result(spec, obj, state, cluster) if ends else None)
+    uid = pods.uid_of(obj)
     if verdict.phase == Phase.PENDING and since_submit > settings.diagnose_after_seconds:
-        pods = cluster.list_pods(state.job.namespace, selector)
-        findings = diagnostics.pod_findings(pods)
-        found = diagnostics.stuck_reason(findings)
-        if found is None:
-            return Explanation(verdict, findings, stuck_checked=True)
-        judged = stuck.judge(found, pods, state, now, cluster, settings)
+        found = _job_pods(spec, state, uid, cluster)
+        findings = diagnostics.pod_findings(found.pods)
+        stuck_found = diagnostics.stuck_reason(findings)
+        reported = findings + found.notes()
+        if stuck_found is None:
+            return Explanation(verdict, reported, stuck_checked=True)
+        judged = stuck.judge(stuck_found, found.pods, state, now, cluster, settings)
         stuck_since = judged.since
         if judged.expired(now):
             verdict = Evaluation(
@@ -228,19 +229,29 @@ def _explain(
             verdict = Evaluation(verdict.phase, judged.stuck.reason, judged.stuck.message, verdict.since, spec.kind)
             until = judged.ends_at()
         since = clock.isoformat(stuck_since)
-        return Explanation(verdict, findings, stuck_checked=True, stuck_since=since, stuck_until=until)
+        return Explanation(verdict, reported, stuck_checked=True, stuck_since=since, stuck_until=until)
     if verdict.phase == Phase.FAILED:
-        pods = cluster.list_pods(state.job.namespace, selector)
-        failed = diagnostics.failed_container(pods)
+        found = _job_pods(spec, state, uid, cluster)
+        failed = diagnostics.failed_container(found.pods)
         log_tail = None
         if failed:
             log = cluster.read_log(state.job.namespace, failed[0], failed[1], settings.log_tail_bytes)
             log_tail = diagnostics.tail(log, settings.log_tail_bytes) or None
-        result = _result(spec, obj, state, cluster, pods)  # the same pods: no second LIST
-        return Explanation(verdict, diagnostics.pod_findings(pods), log_tail=log_tail, result=result)
+        result = _result(spec, obj, state, cluster, found.pods)  # the same pods: no second LIST
+        reported = diagnostics.pod_findings(found.pods) + found.notes()
+        return Explanation(verdict, reported, log_tail=log_tail, result=result)
     if verdict.phase == Phase.SUCCEEDED:
-        return Explanation(verdict, result=_result(spec, obj, state, cluster))
+        read = results.owned_pods(spec, obj, state.job.namespace, state.job.name, cluster)
+        if read is None:  # not read (logged): the verdict stands, without a result
+            return Explanation(verdict)
+        return Explanation(verdict, read.notes(), result=results.from_pods(spec, read.pods))
     return Explanation(verdict)
+
+
+def _job_pods(spec: KindSpec, state: LoopState, uid: str, cluster: Cluster) -> pods.JobPods:
+    """The job's own pods (jobsync.run.pods): the pods with its label that its controller reference leads to."""
+    found = pods.job_pods(spec, state.job.namespace, state.job.name, uid, cluster)
+    return found if found is not None else pods.JobPods([])
 
 
 def _result(
@@ -248,6 +259,6 @@ def _result(
     obj: dict[str, Any],
     state: LoopState,
     cluster: Cluster,
-    pods: list[dict[str, Any]] | None = None,
+    job_pods: list[dict[str, Any]] | None = None,
 ) -> Any:
-    return results.job_result(spec, obj, state.job.namespace, state.job.name, cluster, pods)
+    return results.job_result(spec, obj, state.job.namespace, state.job.name, cluster, job_pods)

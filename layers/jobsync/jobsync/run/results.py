@@ -27,7 +27,9 @@ can hold secrets); with ``terminationMessagePolicy: FallbackToLogsOnError``
 the kubelet itself puts the log's tail there, the user's choice.
 
 The message becomes a value by :func:`parse_message`: JSON when it is JSON,
-else its text, bounded (see there). Reading it never fails a run: a pod that
+else its text, bounded (see there). Only the job's own pods count
+(``jobsync.run.pods``: their controller reference leads to the job), never a
+pod that merely carries its labels. Reading it never fails a run: a pod that
 is gone gives None, and so does a failure to list the pods (logged).
 """
 
@@ -37,9 +39,10 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from jobsync.evaluation.kinds import KindSpec
+from jobsync.run.pods import JobPods, PodSource, job_pods, uid_of
 
 logger = logging.getLogger(__name__)
 
@@ -251,10 +254,14 @@ def from_status(obj: Mapping[str, Any]) -> Any:
 # --------------------------------------------------------------------------- the one entry point
 
 
-class PodLister(Protocol):
-    """What reading pods needs (``jobsync.run.loop.Cluster`` has it)."""
-
-    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+def owned_pods(spec: KindSpec, obj: Mapping[str, Any], namespace: str, name: str, cluster: PodSource) -> JobPods | None:
+    """The job's own pods (``jobsync.run.pods``); None when the kind has none, or when they could not be
+    read (a warning: the result is a bonus, it never turns a verdict into an error)."""
+    try:
+        return job_pods(spec, namespace, name, uid_of(obj), cluster)
+    except Exception as exc:
+        _not_read(spec, namespace, name, exc)
+        return None
 
 
 def job_result(
@@ -262,26 +269,31 @@ def job_result(
     obj: Mapping[str, Any],
     namespace: str,
     name: str,
-    cluster: PodLister,
+    cluster: PodSource,
     pods: list[dict[str, Any]] | None = None,
 ) -> Any:
     """A job's result as the loop state carries it; never raises.
 
-    ``pods`` are the job's pods when the caller listed them already (the
+    ``pods`` are the job's own pods when the caller read them already (the
     diagnostics of a failed job): no second LIST. Otherwise a kind with pods
-    costs one LIST; a kind without (SageMaker) none. A LIST that fails gives
-    None and a warning: the job's verdict stands.
+    costs one LIST (``owned_pods``: only the pods the job owns count, never
+    another's that carries its labels); a kind without (SageMaker) none. A
+    LIST that fails gives None and a warning: the job's verdict stands.
     """
-    selector = spec.pod_selector(name)
     try:
-        if selector is None:
+        if spec.pod_selector(name) is None:
             return from_status(obj)
         if pods is None:
-            pods = cluster.list_pods(namespace, selector)
-        return from_pods(spec, pods or [])
+            found = job_pods(spec, namespace, name, uid_of(obj), cluster)
+            pods = found.pods if found is not None else []
+        return from_pods(spec, pods)
     except Exception as exc:  # the result is a bonus: it never turns a verdict into an error
-        logger.warning(
-            "job result not read; the result is null",
-            extra={"kind": spec.kind, "job": f"{namespace}/{name}", "error": type(exc).__name__},
-        )
+        _not_read(spec, namespace, name, exc)
         return None
+
+
+def _not_read(spec: KindSpec, namespace: str, name: str, exc: Exception) -> None:
+    logger.warning(
+        "job result not read; the result is null",
+        extra={"kind": spec.kind, "job": f"{namespace}/{name}", "error": type(exc).__name__},
+    )

@@ -1,0 +1,161 @@
+"""A job's pods: the pods it owns, not every pod that carries its labels.
+
+The operator labels the pods it creates with the job's name (``KindSpec.pod_label``), but anyone
+allowed to create pods in the namespace can put that label on a pod of their own. Counted as the
+job's, such a pod stuck on a missing image would fail a healthy job, its termination message would
+become the job's ``result``, its log the job's log tail. So labels select and ownership decides: a
+labelled pod is the job's when its controller reference (the ``ownerReferences`` entry with
+``controller: true``; the API server allows one) leads to the job's uid,
+
+- directly, for the Kubeflow v1 kinds and batch/v1 Job;
+- through the objects the job's controller creates (``KindSpec.via``, outermost first): a TrainJob's
+  JobSet, whose batch Jobs own the pods. Each step up is resolved as Kubernetes controllers resolve a
+  controller reference (the job controller's ``resolveControllerRef``): the object of that kind and
+  name, read once per look, counts only when its uid is the reference's.
+
+Every reader of pods (stuck detection, diagnostics, the log tail, the result) goes through
+``job_pods``; the pods it leaves out are named in a finding (``JobPods.notes``), so a person sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from jobsync.evaluation.kinds import KindSpec
+
+NOT_OWNED = "NotOwnedByJob"
+# How many ignored pods a note names; the count is always whole.
+MAX_NAMED = 5
+
+
+@dataclass(frozen=True)
+class OwnerRef:
+    """One entry of ``metadata.ownerReferences``."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group's ``v1``): an owner is the same object whatever its version."""
+        return self.api_version.rpartition("/")[0]
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("uid") or "")
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("name") or "?")
+
+
+def owner_refs(obj: Mapping[str, Any]) -> list[OwnerRef]:
+    """The object's owner references; entries that are not objects are skipped."""
+    refs = _meta(obj).get("ownerReferences")
+    return [
+        OwnerRef(
+            str(ref.get("apiVersion") or ""),
+            str(ref.get("kind") or ""),
+            str(ref.get("name") or ""),
+            str(ref.get("uid") or ""),
+            ref.get("controller") is True,
+        )
+        for ref in (refs if isinstance(refs, list) else [])
+        if isinstance(ref, Mapping)
+    ]
+
+
+def controller_of(obj: Mapping[str, Any]) -> OwnerRef | None:
+    """The reference with ``controller: true`` (and a uid), if any: the one owner that manages the object."""
+    return next((ref for ref in owner_refs(obj) if ref.controller and ref.uid), None)
+
+
+Lookup = Callable[[KindSpec, str], Mapping[str, Any] | None]
+
+
+def leads_to(ref: OwnerRef | None, uid: str, via: Sequence[KindSpec], lookup: Lookup) -> bool:
+    """Whether the controller reference ``ref`` of an object below ``via`` leads up to the object ``uid``.
+
+    ``lookup(kind, name)`` reads an object of ``via`` (None when there is none).
+    """
+    if ref is None or not uid:
+        return False
+    if not via:
+        return ref.uid == uid
+    parent = via[-1]
+    if (ref.kind, ref.group) != (parent.kind, parent.group):
+        return False
+    owner = lookup(parent, ref.name)
+    if owner is None or uid_of(owner) != ref.uid:  # another object of that name: not the one referred to
+        return False
+    return leads_to(controller_of(owner), uid, via[:-1], lookup)
+
+
+@dataclass(frozen=True)
+class JobPods:
+    """The job's own pods, and the names of the pods with its labels that it does not own."""
+
+    pods: list[dict[str, Any]]
+    ignored: tuple[str, ...] = ()
+
+    def notes(self) -> list[dict[str, Any]]:
+        """A finding that names the ignored pods (none when every labelled pod is the job's)."""
+        if not self.ignored:
+            return []
+        count = len(self.ignored)
+        names = ", ".join(self.ignored[:MAX_NAMED])
+        if count > MAX_NAMED:
+            names += f" and {count - MAX_NAMED} more"
+        pods = "pod" if count == 1 else "pods"
+        message = f"ignored {count} {pods} labelled for this job that it does not own: {names}"
+        return [{"reason": NOT_OWNED, "message": message}]
+
+
+def owned(pods: Iterable[dict[str, Any]], uid: str, via: Sequence[KindSpec], lookup: Lookup) -> JobPods:
+    """``pods`` split into the job's (their controller leads to ``uid`` through ``via``) and the others."""
+    mine: list[dict[str, Any]] = []
+    ignored: list[str] = []
+    for pod in pods:
+        if leads_to(controller_of(pod), uid, via, lookup):
+            mine.append(pod)
+        else:
+            ignored.append(name_of(pod))
+    return JobPods(mine, tuple(ignored))
+
+
+class PodSource(Protocol):
+    """What reading a job's pods needs (``jobsync.run.loop.Cluster`` has it)."""
+
+    def get(self, spec: KindSpec, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+
+def job_pods(spec: KindSpec, namespace: str, name: str, uid: str, cluster: PodSource) -> JobPods | None:
+    """The pods of the job ``uid`` (kind ``spec``, ``namespace/name``); None for a kind without pods (SageMaker).
+
+    One LIST by the kind's label; for a kind with ``via``, one GET per object between the job and its
+    pods that a labelled pod names (a TrainJob: its JobSet, and each of the JobSet's batch Jobs).
+    """
+    selector = spec.pod_selector(name)
+    if selector is None:
+        return None
+    labelled = cluster.list_pods(namespace, selector)
+    read: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+
+    def lookup(part: KindSpec, part_name: str) -> Mapping[str, Any] | None:
+        key = (part.kind, part_name)
+        if key not in read:
+            read[key] = cluster.get(part, namespace, part_name)
+        return read[key]
+
+    return owned(labelled, uid, spec.via, lookup)
