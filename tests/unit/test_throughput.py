@@ -9,7 +9,7 @@ import pytest
 
 from bench import report, throughput
 from bench.__main__ import throughput_main
-from bench.throughput import held_peak, job_plan, peak_rate, run_jobs_input, transitions
+from bench.throughput import MAX_JOBS_PER_RUN, batches, held_peak, job_plan, peak_rate, run_jobs_input, transitions
 
 
 def test_peak_rate_counts_the_busiest_virtual_second_from_the_start():
@@ -98,6 +98,31 @@ def test_the_run_jobs_input_names_each_jobs_scenario_for_the_simulator():
     assert json.loads(annotations[2]["jobsync.local/timings"]) == job_plan(2)[1]
     with pytest.raises(ValueError, match="jobs must be >= 1"):
         run_jobs_input(0)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "sizes"),
+    [(1, [1]), (40, [40]), (41, [21, 20]), (80, [40, 40]), (100, [34, 33, 33]), (1000, [40] * 25)],
+)
+def test_batches_are_as_few_runs_as_the_limit_allows_every_job_once_in_order(jobs, sizes):
+    runs = batches(jobs, MAX_JOBS_PER_RUN)
+    assert [len(run) for run in runs] == sizes
+    assert [i for run in runs for i in run] == list(range(jobs))
+
+
+def test_batches_refuse_no_jobs_and_no_room():
+    assert batches(3, 1) == [range(0, 1), range(1, 2), range(2, 3)]
+    with pytest.raises(ValueError, match="jobs and maximum must be >= 1"):
+        batches(0)
+    with pytest.raises(ValueError, match="jobs and maximum must be >= 1"):
+        batches(3, 0)
+
+
+def test_a_later_runs_jobs_are_named_by_their_own_indices():
+    execution_input = run_jobs_input(2, first=40)
+    names = [job["job"]["metadata"]["name"] for job in execution_input["jobs"]]
+    assert names == ["throughput-40", "throughput-41"]
+    assert execution_input["jobs"][1]["job"]["metadata"]["annotations"]["jobsync.local/scenario"] == job_plan(41)[0]
 
 
 def _row(mode: str, jobs: int, **extra: Any) -> dict[str, Any]:
