@@ -161,6 +161,20 @@ def test_the_throughput_section_renders_every_row_and_flags_a_payload_over_the_l
     assert report.throughput_section({}) == []
 
 
+def test_the_throughput_section_says_how_many_runs_held_the_jobs():
+    # 100 jobs in 3 runs of at most 34: each job's input is the largest run's bytes over its 34 jobs.
+    split = [_row("poll", 10), _row("poll", 100, runs=3, input_bytes=34 * 1024, output_bytes=34 * 2048)]
+    text = "\n".join(report.throughput_section({"throughput": {"rows": split}}))
+    assert "100 SUCCEEDED (100 children, 3 runs) |" in text and "10 SUCCEEDED (10 children) |" in text
+    assert "each job's input here is 1.0 KB, each outcome in the output 2.0 KB" in text
+    assert "in one run" not in text and "rounds" not in text
+    # A row measured before RunJobs' limit (no runs field) held all its jobs in one run: said so.
+    before = [_row("poll", 10), _row("poll", 100)]
+    text = "\n".join(report.throughput_section({"throughput": {"rows": before}}))
+    assert "The 100-job rows predate that limit: all their jobs ran in one run." in text
+    assert "would run the 100 jobs of one run in rounds" in text
+
+
 def test_throughput_main_updates_only_its_key(tmp_path, monkeypatch, capsys):
     results_path, markdown_path = tmp_path / "results.json", tmp_path / "performance.md"
     others = {"default": {"mean_delay_s": 128.0}, "lambda": {"handler_median_ms": 2.5}}
