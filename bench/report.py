@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from collections.abc import Callable
@@ -806,7 +807,11 @@ def scale_section(results: dict[str, Any]) -> list[str]:
 
 def _outcomes(row: dict[str, Any]) -> str:
     phases = ", ".join(f"{count:,} {phase}" for phase, count in sorted(row["phases"].items()))
-    return f"{phases} ({row['children']:,} {'child' if row['children'] == 1 else 'children'})"
+    runs = row.get("runs", 1)  # rows measured before RunJobs' limit ran every job in one run
+    return (
+        f"{phases} ({row['children']:,} {'child' if row['children'] == 1 else 'children'}"
+        f"{f', {runs:,} runs' if runs > 1 else ''})"
+    )
 
 
 def _payload(row: dict[str, Any]) -> str:
@@ -921,7 +926,13 @@ def throughput_section(results: dict[str, Any]) -> list[str]:
     rows = tp["rows"]
     sizes = [f"{n:,}" for n in sorted({r["jobs"] for r in rows})]
     left_out = list(tp.get("sizes_not_run", []))
+    from bench.throughput import MAX_JOBS_PER_RUN
+
     largest = max(rows, key=lambda row: row["jobs"])
+    per_run = math.ceil(largest["jobs"] / largest.get("runs", 1))  # the largest run's jobs (runs differ by one)
+    # Rows measured before RunJobs took at most MAX_JOBS_PER_RUN jobs a run hold more in their one run.
+    in_one = sorted({r["jobs"] for r in rows if r["jobs"] > MAX_JOBS_PER_RUN and r.get("runs", 1) == 1})
+    in_one_text = " and ".join(f"{n:,}" for n in in_one)
     peak = (
         "The peak is the start: every job is submitted in the same virtual second. "
         if all(r["api_peak"]["at_s"] == 0 for r in rows)
@@ -932,18 +943,20 @@ def throughput_section(results: dict[str, Any]) -> list[str]:
         "",
         "Measured, not modelled: `python -m bench --throughput` (`make bench-throughput`) starts "
         f"{', '.join(sizes[:-1]) + ' and ' + sizes[-1] if len(sizes) > 1 else sizes[0]} jobs together through "
-        "`RunJobs` (a Map of "
-        "`startExecution.sync:2` child `RunJob` executions, `maxConcurrency` 0, `failFast` false) in the local "
-        "run: `harness.local.LocalJobsync`, moto's interpreter, the real handlers, the local Kubernetes API and "
-        "the operator simulator, on virtual time (every Wait passes at once, in step with the other executions). "
-        "The jobs mix the simulator's scenarios that end in success: 3 in 5 plain runs, 1 in 5 with a worker "
-        "restart half-way, 1 in 5 waiting for GPUs while the autoscaler adds a node; each 10 to 60 virtual "
-        "minutes from creation to the end, derived from its index (bench/throughput.py). Wall time is the whole "
-        "run on this machine; virtual time runs from the start to the parent's last history event. Lambda "
-        "invocations are every handler call the harness made (Submit, Status, Await, Resume, Cleanup); API "
-        "requests are the local API server's request log (the notifier's included), the peak is the busiest "
-        "virtual second; transitions are the states entered in the histories of the parent (its Map's "
-        "iterations included) and of every child.",
+        "`RunJobs` (a Map of `startExecution.sync:2` child `RunJob` executions, `maxConcurrency` 0, `failFast` "
+        f"false; past {MAX_JOBS_PER_RUN} jobs, the most a run takes, as several runs of at most {MAX_JOBS_PER_RUN} "
+        "started together and counted together) in the local run: `harness.local.LocalJobsync`, moto's "
+        "interpreter, the real handlers, the local Kubernetes API and the operator simulator, on virtual time "
+        "(every Wait passes at once, in step with the other executions). The jobs mix the simulator's scenarios "
+        "that end in success: 3 in 5 plain runs, 1 in 5 with a worker restart half-way, 1 in 5 waiting for GPUs "
+        "while the autoscaler adds a node; each 10 to 60 virtual minutes from creation to the end, derived from "
+        "its index (bench/throughput.py). Wall time is the whole measurement on this machine; virtual time runs "
+        "from the start to the last parent's last history event. Lambda invocations are every handler call the "
+        "harness made (Submit, Status, Await, Resume, Cleanup); API requests are the local API server's request "
+        "log (the notifier's included), the peak is the busiest virtual second; transitions are the states "
+        "entered in the histories of every parent (its Map's "
+        "iterations included) and of every child."
+        + (f" The {in_one_text}-job rows predate that limit: all their jobs ran in one run." if in_one else ""),
         "",
         throughput_table(rows),
         "",
@@ -952,11 +965,17 @@ def throughput_section(results: dict[str, Any]) -> list[str]:
         wall_time_line(rows),
         "",
         f"{peak}What the local run does not impose, and AWS does: an Inline Map runs at most 40 iterations at "
-        "once, whatever `maxConcurrency` says, so past 40 jobs the service runs them in rounds and the virtual "
-        "time above is a lower bound; and an execution's input and a state's output are capped at 256 KB, which "
-        "the table flags where a run passes it (each job's input here is "
-        f"{largest['input_bytes'] / largest['jobs'] / 1024:.1f} KB, each outcome in the output "
-        f"{largest['output_bytes'] / largest['jobs'] / 1024:.1f} KB)."
+        "once, whatever `maxConcurrency` says"
+        + (
+            f", so the service would run the {in_one_text} jobs of one run in rounds and their virtual time above "
+            "is a lower bound"
+            if in_one
+            else ", no more than a run holds"
+        )
+        + "; and an execution's input and a state's output are capped at 256 KB, which the table flags where "
+        "a run passes it (each job's input here is "
+        f"{largest['input_bytes'] / per_run / 1024:.1f} KB, each outcome in the output "
+        f"{largest['output_bytes'] / per_run / 1024:.1f} KB)."
         + (
             f" Not run this time: {', '.join(f'{n:,}' for n in left_out)} jobs (opt-in with `--throughput-max`)."
             if left_out

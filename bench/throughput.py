@@ -6,17 +6,21 @@
 (statemachine/run_jobs.asl.json: a Map of ``startExecution.sync:2`` child
 RunJob executions, ``maxConcurrency`` 0, ``failFast`` false) in moto's
 interpreter, on the harness's virtual clock: every child's Wait states pass at
-once, in step with the others (``LocalStepFunctions.cooperative_waits``). Each
-run counts, from what the harness records:
+once, in step with the others (``LocalStepFunctions.cooperative_waits``).
+RunJobs takes at most ``MAX_JOBS_PER_RUN`` jobs, so a size past that starts
+several runs together in the same local run (``batches``), as a user with that
+many jobs would. Each measurement counts, over all its runs, from what the
+harness records:
 
-- wall time (``perf_counter``) of the whole run, and virtual time from the
-  parent's start to its end (its first and last history events);
+- wall time (``perf_counter``) of the whole measurement, and virtual time from
+  the start to the last parent's end (its last history event);
 - Lambda invocations (``LocalStepFunctions.invocations``), in total and by function;
 - Kubernetes API requests (the local API server's request log, each stamped
   with the virtual clock), in total and at the peak: the busiest virtual second;
 - Step Functions state transitions, one per state entered, read off the
-  histories of the parent and every child (``bench.statemachine.states_entered``);
-- every child's outcome.
+  histories of every parent and every child (``bench.statemachine.states_entered``);
+- every run's status and every child's outcome;
+- the largest run's input and output, in bytes (Step Functions caps each run's).
 
 The jobs are a mix of the operator simulator's scenarios that end in success
 (plain runs, a worker restart half-way, a wait for GPUs while the autoscaler
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import math
 import sys
@@ -42,6 +47,9 @@ SIZES = (1, 10, 100, 1_000)
 QUICK_SIZES = (1, 10)
 MODES = ("poll", "watch", "callback")
 NOTIFIER = ROOT / "notifier"
+# RunJobs' CheckInput refuses a run of more jobs (statemachine/run_jobs.asl.json); tests/integration/
+# test_throughput.py holds the two equal.
+MAX_JOBS_PER_RUN = 40
 PAYLOAD_LIMIT = 256 * 1024  # Step Functions: an execution's input and a state's output, in UTF-8 bytes
 IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
 
@@ -90,10 +98,22 @@ def job_input(index: int) -> dict[str, Any]:
     }
 
 
-def run_jobs_input(jobs: int) -> dict[str, Any]:
+def run_jobs_input(jobs: int, first: int = 0) -> dict[str, Any]:
+    """One RunJobs input: ``jobs`` jobs, indexed from ``first`` (the jobs of several runs have names of their own)."""
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
-    return {"jobs": [job_input(i) for i in range(jobs)], "maxConcurrency": 0, "failFast": False}
+    return {"jobs": [job_input(i) for i in range(first, first + jobs)], "maxConcurrency": 0, "failFast": False}
+
+
+def batches(jobs: int, maximum: int = MAX_JOBS_PER_RUN) -> list[range]:
+    """The job indices of each run when ``jobs`` jobs need runs of at most ``maximum``: as few runs as
+    that allows, sizes within one of each other, in index order."""
+    if jobs < 1 or maximum < 1:
+        raise ValueError(f"jobs and maximum must be >= 1, got jobs={jobs}, maximum={maximum}")
+    runs = math.ceil(jobs / maximum)
+    size, extra = divmod(jobs, runs)  # the first ``extra`` runs take one job more
+    starts = [i * size + min(i, extra) for i in range(runs + 1)]
+    return [range(start, end) for start, end in itertools.pairwise(starts)]
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -146,14 +166,18 @@ def _seconds(event: dict[str, Any]) -> float:
     return float(event["timestamp"].timestamp())
 
 
-# --------------------------------------------------------------------------- one run
+# --------------------------------------------------------------------------- one measurement
 
 
-def measure(mode: str, jobs: int, timeout_s: float = 3600, raw: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``jobs`` jobs through RunJobs in ``mode``, in one LocalJobsync; what the run cost and how it ended.
+def measure(
+    mode: str, jobs: int, timeout_s: float = 3600, raw: dict[str, Any] | None = None, per_run: int = MAX_JOBS_PER_RUN
+) -> dict[str, Any]:
+    """``jobs`` jobs through RunJobs in ``mode``, in one LocalJobsync; what the runs cost and how they ended.
 
-    ``raw``, when given, receives what the figures were counted from: the parent's and the children's
-    histories, the invocations, the API requests, and the virtual time the run started at.
+    Past ``per_run`` jobs (RunJobs' limit, unless a test asks for fewer) the runs (``batches``) start
+    together and every figure counts all of them; the input and output bytes are the largest run's.
+    ``raw``, when given, receives what the figures were counted from: the parents' and the children's
+    histories, the invocations, the API requests, and the virtual time the runs started at.
     """
     from harness.demo import MODES as MODE_ENV
     from harness.demo import quiet_interpreter
@@ -164,36 +188,43 @@ def measure(mode: str, jobs: int, timeout_s: float = 3600, raw: dict[str, Any] |
     if mode == "callback" and str(NOTIFIER) not in sys.path:  # the notifier is a package of its own
         sys.path.insert(0, str(NOTIFIER))
     quiet_interpreter()
-    execution_input = run_jobs_input(jobs)
+    inputs = [run_jobs_input(len(run), run.start) for run in batches(jobs, per_run)]
     local = LocalJobsync(env={**QUIET, **MODE_ENV[mode]}, execution_events=True)
     with contextlib.redirect_stdout(io.StringIO()), local:
         assert local.sfn and local.api
         origin = local.clock.now()
         local.api.clear_requests()  # the set-up's own requests (the CRD, the notifier's first list) are not the run's
         started = time.perf_counter()
-        result = local.run_jobs(execution_input, timeout_s=timeout_s)
+        results = local.run_jobs_together(inputs, timeout_s=timeout_s)
         wall_s = time.perf_counter() - started
-        parent = local.sfn.history(result.execution_arn)
-        arns = local.children(result.execution_arn)
-        children = [local.sfn.history(arn) for arn in arns]
-        statuses = Counter(local.sfn.wait(arn)["status"] for arn in arns)
+        parents = [local.sfn.history(result.execution_arn) for result in results]
+        arns = [local.children(result.execution_arn) for result in results]
+        children = [[local.sfn.history(arn) for arn in run] for run in arns]
+        statuses = Counter(local.sfn.wait(arn)["status"] for run in arns for arn in run)
         invocations_list = list(local.sfn.invocations)
         invocations = Counter(call.function_name.removeprefix("jobsync-") for call in invocations_list)
         held = held_peak((call.at, call.answered) for call in invocations_list)
         time_steps, settle_s = local.sfn.time_steps, local.sfn.wait_settle_seconds
         requests = [r for r in local.api.requests if r.at is not None and r.at >= origin]
-    outcomes = result.output["jobs"] if result.status == "SUCCEEDED" else json.loads(result.cause or "{}")["jobs"]
+    outcomes = [job for result in results for job in _outcomes(result.status, result.output, result.cause)]
+    all_children = [history for run in children for history in run]
     if raw is not None:
-        raw.update(parent=parent, children=children, invocations=invocations_list, requests=requests, origin=origin)
-    counted = transitions(parent, children)
+        raw.update(
+            parents=parents, children=all_children, invocations=invocations_list, requests=requests, origin=origin
+        )
+    each_run = [transitions(parent, run) for parent, run in zip(parents, children, strict=True)]
+    counted = {key: sum(t[key] for t in each_run) for key in ("parent", "children", "total")}
+    run_status = Counter(result.status for result in results)
     n_invocations = sum(invocations.values())
     return {
         "mode": mode,
         "jobs": jobs,
-        "max_concurrency": execution_input["maxConcurrency"],
-        "status": result.status,
+        "runs": len(results),
+        "max_concurrency": inputs[0]["maxConcurrency"],
+        "status": next((r.status for r in results if r.status != "SUCCEEDED"), "SUCCEEDED"),
+        "run_status": dict(run_status),
         "wall_s": wall_s,
-        "virtual_s": _seconds(parent[-1]) - origin,
+        "virtual_s": max(_seconds(parent[-1]) for parent in parents) - origin,
         "time_steps": time_steps,
         "settle_s": settle_s,
         "lambda_invocations": n_invocations,
@@ -206,14 +237,25 @@ def measure(mode: str, jobs: int, timeout_s: float = 3600, raw: dict[str, Any] |
         "api_peak": peak_rate((r.at for r in requests if r.at is not None), origin),
         "transitions": counted,
         "transitions_per_job": counted["total"] / jobs,
-        "history_events": len(parent) + sum(len(h) for h in children),
-        "children": len(arns),
+        "history_events": sum(len(h) for h in [*parents, *all_children]),
+        "children": len(all_children),
         "child_status": dict(statuses),
         "phases": dict(Counter(str(job.get("phase")) for job in outcomes)),
         "scenarios": dict(Counter(job_plan(i)[0] for i in range(jobs))),
-        "input_bytes": len(json.dumps(execution_input).encode()),
-        "output_bytes": len(json.dumps(result.output).encode()) if result.output is not None else 0,
+        "input_bytes": max(len(json.dumps(execution_input).encode()) for execution_input in inputs),
+        "output_bytes": max(len(json.dumps(r.output).encode()) if r.output is not None else 0 for r in results),
     }
+
+
+def _outcomes(status: str, output: Any, cause: str | None) -> list[dict[str, Any]]:
+    """A run's outcome per job: its output's, or its JobsFailed Cause's; none from a run refused or cut short."""
+    if status == "SUCCEEDED":
+        return list(output["jobs"])
+    try:
+        summary = json.loads(cause or "{}")
+    except ValueError:
+        return []
+    return list(summary.get("jobs", [])) if isinstance(summary, dict) else []
 
 
 def measure_all(
@@ -228,8 +270,9 @@ def measure_all(
             progress(f"throughput: {jobs:,} jobs in {mode} mode")
             row = measure(mode, jobs)
             progress(
-                f"  {row['wall_s']:.1f} s wall, {row['virtual_s']:.0f} s virtual, {row['lambda_invocations']} "
-                f"invocations, {row['api_requests']} API requests, {row['transitions']['total']} transitions"
+                f"  {row['runs']} run{'' if row['runs'] == 1 else 's'}, {row['wall_s']:.1f} s wall, "
+                f"{row['virtual_s']:.0f} s virtual, {row['lambda_invocations']} invocations, "
+                f"{row['api_requests']} API requests, {row['transitions']['total']} transitions"
             )
             rows.append(row)
     return {"sizes": list(sizes), "modes": list(modes), "rows": rows}

@@ -440,6 +440,19 @@ class LocalJobsync:
         """Run RunJobs to its end, then let the status change events' cleanups finish; returns what happened."""
         return self.run_nested(self._run_jobs_arn, execution_input, name=name, timeout_s=timeout_s)
 
+    def run_jobs_together(self, execution_inputs: list[dict[str, Any]], timeout_s: float = 300) -> list[RunResult]:
+        """Start several RunJobs runs at once (more jobs than one run takes), run each to its end, its children
+        too, then let the status change events' cleanups finish; what happened to each run, in input order."""
+        assert self.sfn
+        started = self.clock.now()
+        arns = [self.start_jobs(execution_input) for execution_input in execution_inputs]
+        descriptions = [self.sfn.wait(arn, timeout_s=timeout_s) for arn in arns]
+        for arn in arns:
+            for child in self.children(arn):
+                self.sfn.wait(child, timeout_s=timeout_s)
+        self.sfn.settle()
+        return [self.result(arn, description, started) for arn, description in zip(arns, descriptions, strict=True)]
+
     def children(self, run_jobs_arn: str) -> list[str]:
         """The executions a RunJobs (or any nesting) execution started, in the order it started them."""
         assert self.sfn

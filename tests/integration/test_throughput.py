@@ -25,10 +25,10 @@ def test_every_job_succeeded(measured):
 def test_transitions_are_the_states_entered_in_every_history(measured):
     row, raw = measured
     # Counted another way: every state entered carries stateEnteredEventDetails.
-    entered = [sum("stateEnteredEventDetails" in e for e in h) for h in [raw["parent"], *raw["children"]]]
+    entered = [sum("stateEnteredEventDetails" in e for e in h) for h in [*raw["parents"], *raw["children"]]]
     assert row["transitions"] == {"parent": entered[0], "children": sum(entered[1:]), "total": sum(entered)}
     assert row["transitions_per_job"] == sum(entered) / 2
-    assert row["history_events"] == sum(len(h) for h in [raw["parent"], *raw["children"]])
+    assert row["history_events"] == sum(len(h) for h in [*raw["parents"], *raw["children"]])
 
 
 def test_invocations_are_every_handler_call_and_each_job_submits_polls_and_cleans_up(measured):

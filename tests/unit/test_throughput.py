@@ -9,7 +9,7 @@ import pytest
 
 from bench import report, throughput
 from bench.__main__ import throughput_main
-from bench.throughput import held_peak, job_plan, peak_rate, run_jobs_input, transitions
+from bench.throughput import MAX_JOBS_PER_RUN, batches, held_peak, job_plan, peak_rate, run_jobs_input, transitions
 
 
 def test_peak_rate_counts_the_busiest_virtual_second_from_the_start():
@@ -100,6 +100,31 @@ def test_the_run_jobs_input_names_each_jobs_scenario_for_the_simulator():
         run_jobs_input(0)
 
 
+@pytest.mark.parametrize(
+    ("jobs", "sizes"),
+    [(1, [1]), (40, [40]), (41, [21, 20]), (80, [40, 40]), (100, [34, 33, 33]), (1000, [40] * 25)],
+)
+def test_batches_are_as_few_runs_as_the_limit_allows_every_job_once_in_order(jobs, sizes):
+    runs = batches(jobs, MAX_JOBS_PER_RUN)
+    assert [len(run) for run in runs] == sizes
+    assert [i for run in runs for i in run] == list(range(jobs))
+
+
+def test_batches_refuse_no_jobs_and_no_room():
+    assert batches(3, 1) == [range(0, 1), range(1, 2), range(2, 3)]
+    with pytest.raises(ValueError, match="jobs and maximum must be >= 1"):
+        batches(0)
+    with pytest.raises(ValueError, match="jobs and maximum must be >= 1"):
+        batches(3, 0)
+
+
+def test_a_later_runs_jobs_are_named_by_their_own_indices():
+    execution_input = run_jobs_input(2, first=40)
+    names = [job["job"]["metadata"]["name"] for job in execution_input["jobs"]]
+    assert names == ["throughput-40", "throughput-41"]
+    assert execution_input["jobs"][1]["job"]["metadata"]["annotations"]["jobsync.local/scenario"] == job_plan(41)[0]
+
+
 def _row(mode: str, jobs: int, **extra: Any) -> dict[str, Any]:
     row = {
         "mode": mode,
@@ -134,6 +159,20 @@ def test_the_throughput_section_renders_every_row_and_flags_a_payload_over_the_l
     assert "1,000 SUCCEEDED (1,000 children) (input and output over 256 KB)" in text
     assert "10 SUCCEEDED (10 children) |" in text  # 7 KB in, 10 KB out: not flagged
     assert report.throughput_section({}) == []
+
+
+def test_the_throughput_section_says_how_many_runs_held_the_jobs():
+    # 100 jobs in 3 runs of at most 34: each job's input is the largest run's bytes over its 34 jobs.
+    split = [_row("poll", 10), _row("poll", 100, runs=3, input_bytes=34 * 1024, output_bytes=34 * 2048)]
+    text = "\n".join(report.throughput_section({"throughput": {"rows": split}}))
+    assert "100 SUCCEEDED (100 children, 3 runs) |" in text and "10 SUCCEEDED (10 children) |" in text
+    assert "each job's input here is 1.0 KB, each outcome in the output 2.0 KB" in text
+    assert "in one run" not in text and "rounds" not in text
+    # A row measured before RunJobs' limit (no runs field) held all its jobs in one run: said so.
+    before = [_row("poll", 10), _row("poll", 100)]
+    text = "\n".join(report.throughput_section({"throughput": {"rows": before}}))
+    assert "The 100-job rows predate that limit: all their jobs ran in one run." in text
+    assert "would run the 100 jobs of one run in rounds" in text
 
 
 def test_throughput_main_updates_only_its_key(tmp_path, monkeypatch, capsys):
