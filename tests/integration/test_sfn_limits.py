@@ -148,7 +148,10 @@ def token_task() -> dict:
             "Await": {
                 "Type": "Task",
                 "Resource": WAIT_FOR_TOKEN,
-                "Arguments": {"FunctionName": "${FunctionArn}", "Payload": {"token": "{% $states.context.Task.Token %}"}},
+                "Arguments": {
+                    "FunctionName": "${FunctionArn}",
+                    "Payload": {"token": "{% $states.context.Task.Token %}"},
+                },
                 "TimeoutSeconds": 3600,
                 "Output": "{% $states.result %}",
                 "End": True,
