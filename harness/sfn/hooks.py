@@ -629,11 +629,19 @@ def history_limit_ends_the_execution(harness: LocalStepFunctions, patch: Patch) 
                         cause=f"The execution reached the maximum number of history events ({HISTORY_LIMIT}).",
                     )
                 )
+                manager._jobsync_full = True  # type: ignore[attr-defined]
             return len(manager._history_event_list)  # the history is full: nothing more is written
         return original_add(manager, context, event_type, *args, **kwargs)
 
+    def set_error(env: Environment, error: Any) -> None:
+        if getattr(env.event_manager, "_jobsync_full", False):
+            return  # the execution ended at the limit: what the interrupted state raises after does not count
+        original_set_error(env, error)
+
+    original_set_error = Environment.set_error
     patch(Environment, "__init__", environment_init)
     patch(EventManager, "add_event", add_event)
+    patch(Environment, "set_error", set_error)
 
 
 def terminal_errors_pass_states_all(harness: LocalStepFunctions, patch: Patch) -> None:
