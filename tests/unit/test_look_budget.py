@@ -73,3 +73,9 @@ def test_a_callback_job_running_two_days_with_the_shortest_safety_poll_stays_in_
     assert looks * LOOK_EVENTS["callback"] < HISTORY_LIMIT - RESERVE
     # ... and the safety interval holds while the budget allows it: a 1-day deadline fits at 60 s.
     assert looks_to_deadline(MODES["callback"], "RUNNING", 0.5) == 0.5 * DAY / 60
+
+
+def test_watch_mode_without_a_watch_waits_as_poll_mode():
+    # CompletionMode=watch with no WatchSeconds set: nothing holds a watch, so the Wait state must wait.
+    unwatched = Settings(completion_mode="watch", watch_seconds=0)
+    assert looks_to_deadline(unwatched, "RUNNING", 2) == looks_to_deadline(MODES["poll"], "RUNNING", 2)

@@ -119,8 +119,10 @@ def with_next_wait(
 
 
 def mode_of(settings: Settings) -> str:
-    """The completion mode the steps run in: watch whenever a watch is set, else poll or callback."""
-    return "watch" if settings.watch_seconds else settings.completion_mode
+    """How the steps wait: watch whenever a watch is set (WatchSeconds), else callback or poll."""
+    if settings.watch_seconds:
+        return "watch"
+    return "callback" if settings.completion_mode == "callback" else "poll"
 
 
 def look_bounds(settings: Settings) -> WaitBounds:
