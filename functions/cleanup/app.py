@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runtime, tracing
+from jobsync import runtime, strict_json, tracing
 from jobsync.run import execution_events
 from jobsync.run.cleanup import cleanup
 from jobsync.run.inputs import CleanupRequest, parse
@@ -44,4 +44,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     logger.info("cleanup", extra=result)
     if result["deleted"]:
         metrics.add_metric(name="JobsDeleted", unit=MetricUnit.Count, value=1)
-    return result
+    return strict_json.checked(result)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import tracing
+from jobsync import strict_json, tracing
 from jobsync.errors import EvaluationError, InvalidInput
 from jobsync.evaluation.verdict import evaluate_event
 
@@ -47,4 +47,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         raise InvalidInput(str(err)) from err
     logger.info("evaluated", extra={"evaluation": result})
     metrics.add_metric(name="Evaluations", unit=MetricUnit.Count, value=1)
-    return result
+    return strict_json.checked(result)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from jobsync import clock, runtime, tracing
+from jobsync import clock, runtime, strict_json, tracing
 from jobsync.run.inputs import LoopState, parse
 from jobsync.run.poll import poll
 
@@ -40,7 +40,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             # How late jobsync learned of the end: the job's own finish to the poll that saw it.
             with single_metric(name="DetectionDelaySeconds", unit=MetricUnit.Seconds, value=delay) as late:
                 late.add_dimension(name="phase", value=new.phase)
-    return new.model_dump(exclude_none=True)
+    return strict_json.checked(new.model_dump(exclude_none=True))
 
 
 def detection_delay(state: LoopState) -> float | None:

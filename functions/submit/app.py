@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runtime, tracing
+from jobsync import runtime, strict_json, tracing
 from jobsync.run.inputs import SubmitRequest, parse
 from jobsync.run.submit import submit
 
@@ -26,4 +26,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     state = submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template, runtime.hints())
     logger.info("job submitted", extra={"job": state.job.model_dump(), "phase": state.phase})
     metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
-    return state.model_dump(exclude_none=True)
+    return strict_json.checked(state.model_dump(exclude_none=True))

@@ -266,6 +266,18 @@ class LocalStepFunctions(InProcessLambdas):
                 return events
             kwargs["nextToken"] = page["nextToken"]
 
+    def history_types(self, exec_arn: str) -> list[str]:
+        """The types of the execution's history events, in order, read once from moto's backend.
+
+        For long histories: GetExecutionHistory copies the whole history for each page of
+        1,000, so ``history`` of 25,000 events takes half a minute.
+        """
+        backend = parser_models.stepfunctions_parser_backends[DEFAULT_ACCOUNT_ID][self.region]
+        env = backend.describe_execution(exec_arn).exec_worker.env
+        return (
+            [getattr(e["type"], "value", str(e["type"])) for e in env.event_manager._history_event_list] if env else []
+        )
+
     def stop(self, exec_arn: str, error: str | None = None, cause: str | None = None) -> None:
         """StopExecution: the execution ends ABORTED, with ``error``/``cause`` in its ExecutionAborted event.
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from jobsync import strict_json
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation
 from jobsync.evaluation.times import JobTimes
@@ -92,7 +92,7 @@ class EventBridgePublisher:
         entry = {
             "Source": SOURCE,
             "DetailType": DETAIL_TYPE,
-            "Detail": json.dumps(change.detail()),
+            "Detail": strict_json.dumps(change.detail()),
             "EventBusName": self._bus,
         }
         for attempt in range(ATTEMPTS):

@@ -24,13 +24,12 @@ the job's end event to find (``TokenStore``).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from jobsync import clock
+from jobsync import clock, strict_json
 from jobsync.run.inputs import LoopState
 from jobsync.run.loop import Cluster, epoch
 from jobsync.run.poll import poll
@@ -126,7 +125,7 @@ def deliver(tokens: TaskTokens, token: str, state: LoopState) -> bool:
     from botocore.exceptions import ClientError
 
     try:
-        tokens.send_task_success(taskToken=token, output=json.dumps(state.model_dump(exclude_none=True)))
+        tokens.send_task_success(taskToken=token, output=strict_json.dumps(state.model_dump(exclude_none=True)))
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") in USED_TOKEN_ERRORS:
             return False

@@ -12,16 +12,16 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from jobsync import clock
 from jobsync.errors import InvalidInput, NotOurJob
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Phase
-from jobsync.run import manifests
+from jobsync.run import manifests, policy
 from jobsync.run.inputs import JobRef, LoopState
-from jobsync.run.policy import PollState, budget_floor, next_wait
+from jobsync.run.policy import LOOK_EVENTS, PollState, WaitBounds, within_budget
 from jobsync.run.stuck import Grace, grace_seconds
 from jobsync.settings import Settings
 
@@ -99,13 +99,9 @@ def with_next_wait(
     jitter: bool = True,
     starting: Starting | None = None,
 ) -> LoopState:
-    """``state`` with ``waitSeconds`` from the policy (in watch mode, the poll budget alone; in callback
-    mode, ``callback_wait`` with what the look saw of a starting job, ``starting``).
+    """``state`` with ``waitSeconds`` from ``next_look_wait`` (0 once the loop ended).
 
-    The policy's wait then gets its jitter (``jitter``), a separate step, so
-    jobs submitted together do not poll in lockstep; ``jitter=False`` gives
-    the policy's wait alone. In callback mode only a pending job's pace gets
-    it (``callback_wait``), never a wait for a moment a verdict falls due.
+    ``jitter=False`` gives the mode's wait without its jitter.
     """
     if state.terminal:
         return state.model_copy(update={"waitSeconds": 0})
@@ -118,22 +114,64 @@ def with_next_wait(
         polls=state.polls,
         expected_duration=state.expectedDurationSeconds,
     )
+    wait = next_look_wait(poll_state, settings, state.job, watched, starting, jitter)
+    return state.model_copy(update={"waitSeconds": wait})
+
+
+def mode_of(settings: Settings) -> str:
+    """How the steps wait: watch whenever a watch is set (WatchSeconds), else callback or poll."""
     if settings.watch_seconds:
-        # The watch did the waiting; the Wait state only keeps the poll budget.
-        floor = budget_floor(poll_state, settings.wait_bounds, settings.watch_seconds) - watched
-        wait = max(0, math.ceil(min(floor, poll_state.deadline - now)))
-    elif settings.completion_mode == "callback":
-        longest = min(settings.wait_bounds.max_seconds, settings.safety_poll_seconds)
+        return "watch"
+    return "callback" if settings.completion_mode == "callback" else "poll"
+
+
+def look_bounds(settings: Settings) -> WaitBounds:
+    """The wait bounds with the history events one look costs in the deployment's mode."""
+    return replace(settings.wait_bounds, look_events=LOOK_EVENTS[mode_of(settings)])
+
+
+def next_look_wait(
+    state: PollState,
+    settings: Settings,
+    job: JobRef,
+    watched: float = 0.0,
+    starting: Starting | None = None,
+    jitter: bool = True,
+) -> int:
+    """Seconds until the next look, in every completion mode: the mode's own wait, then the guards all share.
+
+    The mode's wait:
+
+    * poll: the policy's (``jobsync.run.policy``), with the job's jitter
+      (``jittered``), so jobs submitted together do not poll in lockstep;
+    * watch: none: the watch (``watched`` s) did the waiting;
+    * callback: ``callback_wait``, with what the look saw of a starting job
+      (``starting``); only a pending job's pace gets the jitter.
+
+    Then ``policy.within_budget``: the history budget's floor, with the looks a
+    mode's history allows (``look_bounds``) and the mode's longest wait as its
+    spacing (RunningMaxWaitSeconds; WatchSeconds; SafetyPollSeconds once the
+    job runs), over the safety interval if need be (a healthy job's execution
+    must not end at 25,000 events); then the deadline.
+    """
+    bounds = look_bounds(settings)
+    mode = mode_of(settings)
+    left = state.deadline - state.now
+    if mode == "watch":
+        return within_budget(0, state, bounds, settings.watch_seconds, spent=watched)
+    if mode == "callback":
+        longest = min(bounds.max_seconds, settings.safety_poll_seconds)
 
         def spread(wait: int) -> int:
-            return jittered(wait, state.job, state.polls, poll_state.deadline - now, longest)
+            return jittered(wait, job, state.polls, left, longest)
 
-        wait = callback_wait(poll_state, settings, starting, spread if jitter else None)
-    else:
-        wait = next_wait(poll_state, settings.wait_bounds)
-        if jitter:
-            wait = jittered(wait, state.job, state.polls, poll_state.deadline - now, settings.wait_bounds.max_seconds)
-    return state.model_copy(update={"waitSeconds": wait})
+        wanted = callback_wait(state, settings, starting, spread if jitter else None)
+        spacing = settings.safety_poll_seconds if state.phase in RUNS else min(longest, bounds.running_max_seconds)
+        return within_budget(wanted, state, bounds, spacing)
+    wait = policy.next_wait(state, bounds)
+    if jitter:
+        wait = jittered(wait, job, state.polls, left, bounds.max_seconds)
+    return within_budget(wait, state, bounds, bounds.running_max_seconds)
 
 
 def callback_wait(
@@ -142,7 +180,7 @@ def callback_wait(
     starting: Starting | None = None,
     spread: Callable[[int], int] | None = None,
 ) -> int:
-    """Callback mode: how long the next Await waits for the notifier's event before one poll.
+    """Callback mode's own wait: how long the next Await waits for the notifier's event before one poll.
 
     Once the job runs (RUNNING, SUSPENDED), only a dead notifier can leave its
     end unannounced: ``safety_poll_seconds``, never past the deadline.
@@ -164,8 +202,8 @@ def callback_wait(
       comes less than ``min_seconds`` after it (the look after it would wait
       ``min_seconds``, and pass the moment);
 
-    never below ``min_seconds``, never past the deadline nor ``safety_poll_seconds``,
-    and within the poll budget (``budget_floor``).
+    never below ``min_seconds``, never past the deadline nor ``safety_poll_seconds``.
+    ``next_look_wait`` then holds it to the history budget, as every mode's wait.
 
     The cadence is how late a pod that gets stuck after this look is first
     seen; poll mode sees it within one PENDING wait (30-60 s, plus its
@@ -203,11 +241,11 @@ def callback_wait(
     due = min((t for t in moments if t > state.now), default=math.inf)  # a moment past is no reason to look
     if state.now >= pods_read:
         shortest = min(grace_seconds(grace, settings) for grace in Grace)
-        cadence = math.ceil(max(shortest, next_wait(state, bounds)))
+        cadence = math.ceil(max(shortest, policy.policy_wait(state, bounds)))
         paced = state.now + (spread(cadence) if spread else cadence)
         if paced < due and due - paced >= bounds.min_seconds:
             due = paced
-    wait = max(due - state.now, bounds.min_seconds, budget_floor(state, bounds, bounds.running_max_seconds))
+    wait = max(due - state.now, bounds.min_seconds)
     whole = max(1, math.ceil(min(wait, settings.safety_poll_seconds, left)))
     # ceil(left) can pass the deadline when left carries float noise (as in next_wait).
     return min(whole, math.floor(left)) if left >= 1 else whole

@@ -41,14 +41,18 @@ For a poll at time ``now`` (all in seconds, ``clamp(x, lo, hi)`` bounds x):
   window instead saves polls, but a failure at 20 minutes of a two-hour hint
   was then noticed 27 minutes late.)
 
-Then two guards, in this order:
+Then two guards, in this order, the same in every completion mode (``within_budget``;
+``jobsync.run.loop.next_look_wait`` applies them to watch and callback mode's waits too):
 
-* history budget: once the polls left could not cover the time left at
-  ``running_max`` apart (``polls_left * running_max < deadline - now``),
-  ``w >= (deadline - now) / polls_left``. From then on the polls are spread
-  evenly to the deadline, so it is reached before the execution's history
-  fills, whatever the job's length. With the defaults this never happens
-  for deadlines under 2,400 x 420 s = 11.6 days;
+* history budget: once the looks left could not cover the time left at the
+  mode's longest wait apart (``looks_left * spacing < deadline - now``;
+  poll mode: ``running_max``), ``w >= (deadline - now) / looks_left``. From
+  then on the looks are spread evenly to the deadline, so it is reached
+  before the execution's history fills, whatever the job's length. The
+  looks an execution may make are the poll budget's events at what one look
+  costs in the mode (``WaitBounds.looks``: 2,400 polls of 9 events; 1,661
+  callback rounds of 13). With the defaults poll mode never spreads for
+  deadlines under 2,400 x 420 s = 11.6 days;
 * deadline: ``w <= deadline - now`` (never wait past it), and ``w >= 1``.
 
 ``in_phase`` is the time since jobsync first saw the current phase. The result
@@ -62,7 +66,7 @@ then adds a jitter of up to 10 %, derived from the job and the poll number
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jobsync.evaluation.phase import Phase
 
@@ -70,6 +74,12 @@ PENDING_GROWTH = 0.25
 QUEUED_GROWTH = 0.05
 RUNNING_SQRT_FACTOR = 3.5
 NEAR_FACTOR = 1.5
+
+# History events one look costs, as counted in the local run's histories (docs/state-machine.md):
+# poll and watch mode, Wait 2 + Status 5 + IsDone 2; callback mode, IsDone 2 + Await 6 (TaskStateEntered,
+# TaskScheduled, TaskStarted, TaskSubmitted, TaskTimedOut, TaskStateExited) + Status 5.
+POLL_EVENTS = 9
+LOOK_EVENTS = {"poll": POLL_EVENTS, "watch": POLL_EVENTS, "callback": 13}
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,9 @@ class WaitBounds:
     # history events; one poll costs 9 (docs/state-machine.md), so 2,400 polls
     # leave room for submit, cleanup, retries and the end states.
     poll_budget: int = 2400
+    # History events one look costs in the completion mode (LOOK_EVENTS): the
+    # poll budget's events buy fewer of the dearer looks (``looks``).
+    look_events: int = POLL_EVENTS
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_seconds <= self.pending_max_seconds <= self.max_seconds:
@@ -95,6 +108,13 @@ class WaitBounds:
             raise ValueError("hint_tolerance must be in [0, 1)")
         if self.poll_budget < 2:
             raise ValueError("poll_budget must be at least 2")
+        if self.look_events < 1:
+            raise ValueError("look_events must be at least 1")
+
+    @property
+    def looks(self) -> int:
+        """Looks one execution may make: the poll budget's history events at ``look_events`` each."""
+        return max(2, self.poll_budget * POLL_EVENTS // self.look_events)
 
 
 @dataclass(frozen=True)
@@ -140,27 +160,47 @@ def _running_wait(state: PollState, bounds: WaitBounds) -> float:
 
 def next_wait(state: PollState, bounds: WaitBounds) -> int:
     """Seconds to wait before the next poll (see the module docstring)."""
+    return within_budget(policy_wait(state, bounds), state, bounds, bounds.running_max_seconds)
+
+
+def policy_wait(state: PollState, bounds: WaitBounds) -> float:
+    """The policy's wait for the phase and the hint, before the guards (``within_budget``)."""
     if state.phase in (Phase.RUNNING, Phase.SUSPENDED):
-        wait = _running_wait(state, bounds)
-    else:
-        in_phase = max(0.0, state.now - state.phase_since)
-        starting = _clamp(
-            bounds.min_seconds + PENDING_GROWTH * in_phase, bounds.min_seconds, bounds.pending_max_seconds
-        )
-        wait = max(starting, min(QUEUED_GROWTH * in_phase, bounds.running_max_seconds))
+        return _running_wait(state, bounds)
+    in_phase = max(0.0, state.now - state.phase_since)
+    starting = _clamp(bounds.min_seconds + PENDING_GROWTH * in_phase, bounds.min_seconds, bounds.pending_max_seconds)
+    return max(starting, min(QUEUED_GROWTH * in_phase, bounds.running_max_seconds))
+
+
+def within_budget(wait: float, state: PollState, bounds: WaitBounds, spacing: float, spent: float = 0.0) -> int:
+    """``wait`` under the guards every mode shares: the history budget, then the deadline, in whole seconds.
+
+    ``spacing`` is the mode's longest wait (``budget_floor``); ``spent`` the
+    time this look already took (watch mode's watch), which the floor counts.
+    The result is at least ``budget_floor - spent``, never past the deadline:
+    ``floor(deadline - now)`` when that is at least 1 s; at least 1 s, unless
+    the mode asks for none (watch mode: the watch did the waiting).
+    """
+    least = 1 if wait > 0 else 0
     left = state.deadline - state.now
-    wait = min(max(wait, budget_floor(state, bounds, bounds.running_max_seconds)), left)
-    whole = max(1, math.ceil(wait))
+    # The floor spaces the looks' starts: this one began ``spent`` seconds ago.
+    begun = replace(state, now=state.now - spent)
+    wait = min(max(wait, budget_floor(begun, bounds, spacing) - spent), left)
+    whole = max(least, math.ceil(wait))
     # ceil(left) can pass the deadline when left carries float noise (1.0000000000000002 -> 2).
     return min(whole, math.floor(left)) if left >= 1 else whole
 
 
 def budget_floor(state: PollState, bounds: WaitBounds, spacing: float) -> float:
-    """The least time between two looks that still reaches the deadline within the poll budget.
+    """The least time between two looks that still reaches the deadline within the looks budget.
 
-    0 while the polls left, ``spacing`` apart, cover the time left; then the
-    time left spread evenly over the polls left.
+    0 while the looks left (``WaitBounds.looks`` less ``state.polls``),
+    ``spacing`` apart, cover the time left; then the time left spread evenly
+    over the looks left. Once it applies it keeps applying (each look takes
+    one look and its share of the time), so any ``spacing`` keeps the budget;
+    the mode's longest wait makes the spreading start when its own pace
+    would first run out.
     """
     left = state.deadline - state.now
-    polls_left = max(1, bounds.poll_budget - state.polls)
-    return left / polls_left if polls_left * spacing < left else 0.0
+    looks_left = max(1, bounds.looks - state.polls)
+    return left / looks_left if looks_left * spacing < left else 0.0

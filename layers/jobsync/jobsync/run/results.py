@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -97,9 +98,14 @@ def parse_message(message: Any) -> Any:
       ``{"binary": true, "bytes": N}``, no content;
     - over ``MAX_RESULT_BYTES`` of UTF-8: not parsed, ``{"truncated": true,
       "bytes": N, "text": <its first TRUNCATED_TEXT_BYTES, cut on a character>}``;
-    - valid JSON (any value; NaN and Infinity are not JSON): the value;
+    - valid JSON (any value; NaN and Infinity are not JSON): the value, unless
+      a number in it is out of a double's range (``{"accuracy": 1e999}`` would
+      become Infinity, which no JSON can carry to Step Functions or
+      EventBridge): then the whole message is its text, as below;
     - otherwise the text, without surrounding whitespace (``echo ok >
       /dev/termination-log`` gives ``"ok"``).
+
+    Every value it returns is strict JSON (``jobsync.strict_json``).
     """
     if message is None:
         return None
@@ -120,7 +126,7 @@ def parse_message(message: Any) -> Any:
         head = text.encode("utf-8")[:TRUNCATED_TEXT_BYTES].decode("utf-8", errors="ignore")
         return {"truncated": True, "bytes": size, "text": head}
     try:
-        return json.loads(text, parse_constant=_not_json)
+        return json.loads(text, parse_constant=_not_json, parse_float=_finite)
     except (ValueError, RecursionError):
         stripped = text.strip()
         return stripped or None
@@ -128,6 +134,13 @@ def parse_message(message: Any) -> Any:
 
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite(number: str) -> float:
+    value = float(number)
+    if not math.isfinite(value):
+        raise ValueError(f"{number} is out of a double's range")
+    return value
 
 
 def _has_surrogate(text: str) -> bool:
