@@ -26,8 +26,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TextIO
+
+from jobsync import input_file
 
 # Exit codes: one per outcome, the same for `run` and `status`.
 EXIT_SUCCEEDED = 0
@@ -433,20 +434,26 @@ def state_machine_arn(args: argparse.Namespace) -> str:
 
 
 def read_input(path: str) -> str:
-    """The execution input as JSON text: a JSON object from ``path`` (``-`` for stdin)."""
+    """The execution input: the text of ``path`` (``-`` for stdin), once it is known to be a JSON object.
+
+    The text is sent as it is, so its size is the size Step Functions counts; both it and its nesting
+    are held to what an execution accepts (``jobsync.input_file``).
+    """
+    source = input_file.source_name(path)
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        text = input_file.read_text(path)
+        document = input_file.load_json(text, source)
     except FileNotFoundError:
-        raise FollowError(f"{path}: no such file") from None
+        raise FollowError(f"{source}: no such file") from None
+    except input_file.InputError as err:
+        raise FollowError(str(err)) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise FollowError(f"{path}: cannot read: {' '.join(str(err).split())}") from None
-    try:
-        document = json.loads(text)
+        raise FollowError(f"{source}: cannot read: {' '.join(str(err).split())}") from None
     except ValueError as err:
-        raise FollowError(f"{path}: not JSON: {err}") from None
+        raise FollowError(f"{source}: not JSON: {err}") from None
     if not isinstance(document, dict):
-        raise FollowError(f"{path}: the execution input must be a JSON object, got {type(document).__name__}")
-    return json.dumps(document)
+        raise FollowError(f"{source}: the execution input must be a JSON object, got {type(document).__name__}")
+    return text
 
 
 def _start(args: argparse.Namespace, client: Any) -> str:
