@@ -10,6 +10,8 @@ status 0 means a verdict was printed (NOT_FOUND included); 2 means the input
 could not be evaluated, and the line printed is ``{"error": ..., "detail":
 ...}``. The input is held to the bounds of a state's payload
 (``jobsync.input_file``): at most 256 KiB, nested at most 100 levels.
+
+Ctrl-C ends any command with exit status 130 and one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import yaml
 from jobsync import input_file
 from jobsync.errors import EvaluationError
 from jobsync.evaluation.verdict import evaluate_event
+from jobsync.follow import EXIT_INTERRUPTED
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -123,7 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:  # `run` says more itself: what it started and how to find it
+        print(f"jobsync {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return code
 
 
