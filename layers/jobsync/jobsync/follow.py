@@ -51,8 +51,8 @@ JOB_ERRORS = {
 
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_SUCCEEDED}    the execution succeeded (the job's phase is SUCCEEDED)
-  {EXIT_BAD_INPUT}    bad input: no such file, not a JSON object, no such stack, state machine or
-       execution, or an AWS error (one line on stderr)
+  {EXIT_BAD_INPUT}    bad input: no such file, not a JSON object, over 256 KiB or 100 levels deep, no
+       such stack, state machine or execution, or an AWS error (one line on stderr)
   {EXIT_JOB_FAILED}    JobFailed      the job failed
   {EXIT_JOB_STOPPED}    JobStopped     the job was stopped, cancelled or deleted on purpose
   {EXIT_JOB_TIMED_OUT}    JobTimedOut    the job ran past its deadline (the input's timeoutSeconds)
