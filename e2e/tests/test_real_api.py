@@ -31,8 +31,10 @@ from e2e.tests.runs import (
     wait_gone,
 )
 from harness.local import LocalJobsync
+from jobsync.cluster.jobs import KubeJobs
 from jobsync.errors import WatchExpired
 from jobsync.run import poll
+from jobsync.settings import Settings
 from tests.integration.test_aborts import status_change
 from tests.support.lambdas import invoke
 
@@ -88,37 +90,103 @@ def watching(control_plane: ControlPlane) -> Iterator[LocalJobsync]:
 def test_watch_mode_across_an_api_server_restart_expires_and_still_succeeds(
     control_plane: ControlPlane, watching: LocalJobsync, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The restart starts the watch cache at etcd's revision: the job's own (older) resourceVersion is 410."""
-    expired: list[str] = []
+    """The restart starts the watch cache at etcd's revision: the job's own (older) resourceVersion is 410.
+
+    What is asserted is behaviour, and spacing in seconds of the run's clock, never how many polls a
+    machine of some speed manages: how long the job stays pending, and how long the restart takes, are
+    the machine's.
+
+    The Lambdas send no new request to the cluster until the restarted server is ready (the open watch
+    is cut, and its Status retried): a server still starting answers 403 until its RBAC caches sync,
+    which ends a run with ClusterAccessDenied (docs/reliability.md, known gap), a matter apart from 410.
+    """
+    watches: list[tuple[str, str, float, float]] = []  # version; "expired", "ended" or "cut"; began; ended
+    open_now: list[float] = []  # when each watch open now began
     real_watch = poll._watch
 
     def spy(*args: Any, **kwargs: Any) -> Any:
+        version, began = args[3], watching.clock.now()
+        open_now.append(began)
         try:
-            return real_watch(*args, **kwargs)
-        except WatchExpired as exc:
-            expired.append(str(exc))
+            changed = real_watch(*args, **kwargs)
+        except WatchExpired:
+            watches.append((version, "expired", began, watching.clock.now()))
             raise
+        except Exception:
+            watches.append((version, "cut", began, watching.clock.now()))
+            raise
+        finally:
+            open_now.remove(began)
+        watches.append((version, "ended", began, watching.clock.now()))
+        return changed
 
     monkeypatch.setattr(poll, "_watch", spy)
+    ready = threading.Event()
+    ready.set()
+    for method in ("get", "watch", "list_pods", "list_events", "read_log"):
+        monkeypatch.setattr(KubeJobs, method, _after(ready, getattr(KubeJobs, method)))
     name = job_of(watching, "watch-410")
+    restart: list[float] = []
 
     def restart_mid_watch() -> None:
         wait_for("the job to run", running(control_plane, name), timeout=60, interval=0.2)
-        time.sleep(1)  # a watch is open now (the Running poll holds one for up to 30 s)
+        wait_for("a watch of the running job", lambda: bool(open_now), timeout=60, interval=0.1)
+        time.sleep(1)  # the watch is open now (unless news ended it): the restart cuts it
+        ready.clear()
+        restart.append(watching.clock.now())
         # Compacted too: a watch the restarted server hands to etcd (its cache still initialising) is 410 as well.
         control_plane.compact_etcd()
         control_plane.restart_apiserver()
+        restart.append(watching.clock.now())
+        ready.set()
 
     chaos = in_background(restart_mid_watch)
-    # The job must outlive the restart (10-30 s on a loaded machine): ended before it, its last GET needs no watch.
-    result = run(watching, pytorch_input(pod_annotations(run_duration="60s")), "watch-410", timeout_s=240)
+    # The job must outlive the restart (10-30 s on a loaded machine): ended before it, its last GET needs no
+    # watch. A deadline far off (not the tier's 120 s), so a slow machine cannot end the run at it, and the
+    # polls as it nears never hold a shortened watch.
+    execution_input = pytorch_input(pod_annotations(run_duration="60s"), timeoutSeconds=300)
+    result = run(watching, execution_input, "watch-410", timeout_s=300)
     joined(chaos)
+    began = result.polls[0].at if result.polls else 0.0
+    for p in result.polls:
+        print(f"poll +{p.at - began:6.1f}s held {(p.answered or p.at) - p.at:5.1f}s {p.phase} {p.reason}")
+    print("watches:", [(v, how, round(b - began, 1), round(e - b, 1)) for v, how, b, e in watches])
+    print("restart:", [round(t - began, 1) for t in restart])
     assert result.status == "SUCCEEDED", result.cause
     assert result.output["reason"] == "PyTorchJobSucceeded"
-    assert expired, "no watch answered 410 after the restart"
-    print("410s seen:", expired)
-    # Watch mode: a handful of polls for a 60 s job, where polling at 1-3 s would take dozens.
-    assert len(result.polls) <= 8, [(p.phase, p.reason) for p in result.polls]
+
+    # After the restart: the watch from the GET's (old) version is 410, the next starts from now and holds.
+    after = [w for w in watches if w[2] >= restart[1]]
+    expired = [i for i, w in enumerate(after) if w[0] and w[1] == "expired"]
+    assert expired, f"no watch from an old version answered 410 after the restart: {after}"
+    assert [w[:2] for w in after[expired[0] + 1 : expired[0] + 2]] == [("", "ended")], after
+
+    # Watch mode's spacing: no Wait between polls (the watch did the waiting), and a poll of the running job
+    # that brought no news held its watch the whole WatchSeconds (less under 2 s: the watch's timeout is whole
+    # seconds), unless the restart cut it short. Polling instead would answer within a second.
+    assert all(p.wait_seconds == 0 for p in result.polls), [(p.phase, p.wait_seconds) for p in result.polls]
+    watch_seconds = Settings().watch_seconds  # as the watching fixture's environment sets it
+    held = []
+    for previous, current in zip(result.polls, result.polls[1:], strict=False):
+        assert current.answered is not None
+        news = (current.phase, current.reason) != (previous.phase, previous.reason)
+        cut = restart[0] <= current.answered and current.at <= restart[1]
+        # A restarted server still initialising its cache may expire even a watch from now.
+        expired_again = any(not w[0] and w[1] == "expired" and current.at <= w[2] <= current.answered for w in watches)
+        if current.phase == "RUNNING" and not (news or cut or expired_again):
+            held.append(current.answered - current.at)
+    assert held, "no poll of the running job held a watch without news"
+    assert all(seconds >= watch_seconds - 2 for seconds in held), (held, watch_seconds)
+
+
+def _after(ready: threading.Event, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, called once ``ready`` is set: no request goes to a server that is still starting."""
+
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        assert ready.wait(180), "the API server did not come back"
+        return method(*args, **kwargs)
+
+    return gated
 
 
 def test_a_job_deleted_by_hand_mid_run_ends_as_not_found(

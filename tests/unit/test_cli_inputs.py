@@ -97,12 +97,14 @@ def test_a_timestamp_without_a_zone_is_utc_whatever_the_machines_time_zone(tmp_p
 
 
 def test_a_large_json_file_is_read_as_json(tmp_path):
-    # 100k conditions (8.5 MB). No timing is asserted (the machines are shared); the run is what matters:
-    # the verdict comes back, from the latest condition. Figures are in the report of the change.
-    conditions = [cond("Running", f"2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z") for i in range(100_000)]
+    # 2,200 conditions (about 255 KB, just under the 256 KiB bound of a state's payload). No timing is
+    # asserted (the machines are shared); the run is what matters: the verdict comes back, from the latest
+    # condition.
+    conditions = [cond("Running", f"2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z") for i in range(2_200)]
     conditions.append(cond("Succeeded", "2024-01-02T00:00:00Z"))
     path = tmp_path / "large.json"
     path.write_text(json.dumps(job(*conditions)))
+    assert 200_000 < path.stat().st_size <= 256 * 1024
     code, lines, stderr = run(str(path))
     assert code == 0 and json.loads(lines[0])["phase"] == "SUCCEEDED", (lines, stderr)
 

@@ -8,7 +8,10 @@ any form the Lambda accepts (the object, ``{"object": ...}``, an
 ``eks:call`` response), and prints its evaluation as one JSON line. Exit
 status 0 means a verdict was printed (NOT_FOUND included); 2 means the input
 could not be evaluated, and the line printed is ``{"error": ..., "detail":
-...}``.
+...}``. The input is held to the bounds of a state's payload
+(``jobsync.input_file``): at most 256 KiB, nested at most 100 levels.
+
+Ctrl-C ends any command with exit status 130 and one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -21,22 +24,26 @@ from typing import Any
 
 import yaml
 
+from jobsync import input_file
 from jobsync.errors import EvaluationError
 from jobsync.evaluation.verdict import evaluate_event
+from jobsync.follow import EXIT_INTERRUPTED
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
 
-def evaluate_text(text: str) -> tuple[int, dict[str, Any]]:
-    """Exit status and the JSON object to print for one input document.
+def evaluate_text(text: str, source: str = "stdin") -> tuple[int, dict[str, Any]]:
+    """Exit status and the JSON object to print for one input document (``source`` names it in errors).
 
     JSON is parsed as JSON (C speed: a large eks:call response in a fraction
     of a second); only text that is not JSON goes to YAML's pure-Python safe
     loader. Never raises for any text.
     """
     try:
-        document = _load(text)
+        document = _load(text, source)
+    except input_file.TooDeep as err:
+        return EXIT_BAD_INPUT, {"error": "too deep", "detail": str(err)}
     except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as err:
         # ValueError: YAML timestamps such as 2019-13-45 that are no dates.
         return EXIT_BAD_INPUT, {"error": "unparseable", "detail": _one_line(err)}
@@ -48,28 +55,22 @@ def evaluate_text(text: str) -> tuple[int, dict[str, Any]]:
         return EXIT_BAD_INPUT, {"error": "cannot evaluate", "detail": _one_line(err)}
 
 
-def _load(text: str) -> Any:
+def _load(text: str, source: str) -> Any:
     try:
-        return json.loads(text)
+        return input_file.load_json(text, source)
     except json.JSONDecodeError:
-        return yaml.safe_load(text)
-
-
-def _read(path: str) -> str:
-    """The text of ``path``, or of stdin for ``-``."""
-    if path == "-":
-        return sys.stdin.buffer.read().decode("utf-8")
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+        return input_file.load_yaml(text, source)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     try:
-        text = _read(args.file)
+        text = input_file.read_text(args.file)
+    except input_file.TooLarge as err:
+        code, result = EXIT_BAD_INPUT, {"error": "too large", "detail": str(err)}
     except (OSError, UnicodeDecodeError) as err:
         code, result = EXIT_BAD_INPUT, {"error": "unreadable", "detail": _one_line(err)}
     else:
-        code, result = evaluate_text(text)
+        code, result = evaluate_text(text, input_file.source_name(args.file))
     print(json.dumps(result))
     return code
 
@@ -125,7 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:  # `run` says more itself: what it started and how to find it
+        print(f"jobsync {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -23,11 +23,13 @@ import argparse
 import json
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TextIO
+
+from jobsync import input_file
 
 # Exit codes: one per outcome, the same for `run` and `status`.
 EXIT_SUCCEEDED = 0
@@ -38,7 +40,7 @@ EXIT_JOB_TIMED_OUT = 5
 EXIT_JOB_NOT_FOUND = 6
 EXIT_OTHER_ERROR = 7  # a step's error (SubmitFailed, StepFailed), an aborted or timed-out execution
 EXIT_RUNNING = 8  # status only: the execution has not ended
-EXIT_INTERRUPTED = 130  # run: Ctrl-C stopped the following, not the execution
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): for run, what it started goes on
 
 JOB_ERRORS = {
     "JobFailed": EXIT_JOB_FAILED,
@@ -49,8 +51,8 @@ JOB_ERRORS = {
 
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_SUCCEEDED}    the execution succeeded (the job's phase is SUCCEEDED)
-  {EXIT_BAD_INPUT}    bad input: no such file, not a JSON object, no such stack, state machine or
-       execution, or an AWS error (one line on stderr)
+  {EXIT_BAD_INPUT}    bad input: no such file, not a JSON object, over 256 KiB or 100 levels deep, no
+       such stack, state machine or execution, or an AWS error (one line on stderr)
   {EXIT_JOB_FAILED}    JobFailed      the job failed
   {EXIT_JOB_STOPPED}    JobStopped     the job was stopped, cancelled or deleted on purpose
   {EXIT_JOB_TIMED_OUT}    JobTimedOut    the job ran past its deadline (the input's timeoutSeconds)
@@ -58,7 +60,8 @@ EXIT_CODES_HELP = f"""exit codes:
   {EXIT_OTHER_ERROR}    any other error: a step's error (SubmitFailed, StepFailed: InvalidInput,
        a Lambda error, ...), an execution aborted (StopExecution) or timed out
   {EXIT_RUNNING}    (status) the execution is still running
-  {EXIT_INTERRUPTED}  (run) Ctrl-C: following stopped, the execution goes on"""
+  {EXIT_INTERRUPTED}  Ctrl-C: following stopped, the execution goes on (its ARN is printed), or none
+       was started (said so)"""
 
 TERMINAL_EVENTS = {
     "ExecutionSucceeded": ("SUCCEEDED", "executionSucceededEventDetails"),
@@ -433,37 +436,108 @@ def state_machine_arn(args: argparse.Namespace) -> str:
 
 
 def read_input(path: str) -> str:
-    """The execution input as JSON text: a JSON object from ``path`` (``-`` for stdin)."""
+    """The execution input: the text of ``path`` (``-`` for stdin), once it is known to be a JSON object.
+
+    The text is sent as it is, so its size is the size Step Functions counts; both it and its nesting
+    are held to what an execution accepts (``jobsync.input_file``).
+    """
+    source = input_file.source_name(path)
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        text = input_file.read_text(path)
+        document = input_file.load_json(text, source)
     except FileNotFoundError:
-        raise FollowError(f"{path}: no such file") from None
+        raise FollowError(f"{source}: no such file") from None
+    except input_file.InputError as err:
+        raise FollowError(str(err)) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise FollowError(f"{path}: cannot read: {' '.join(str(err).split())}") from None
-    try:
-        document = json.loads(text)
+        raise FollowError(f"{source}: cannot read: {' '.join(str(err).split())}") from None
     except ValueError as err:
-        raise FollowError(f"{path}: not JSON: {err}") from None
+        raise FollowError(f"{source}: not JSON: {err}") from None
     if not isinstance(document, dict):
-        raise FollowError(f"{path}: the execution input must be a JSON object, got {type(document).__name__}")
-    return json.dumps(document)
+        raise FollowError(f"{source}: the execution input must be a JSON object, got {type(document).__name__}")
+    return text
 
 
-def _start(args: argparse.Namespace, client: Any) -> str:
+def execution_arn(state_machine: str, name: str) -> str | None:
+    """The ARN Step Functions gives the execution named ``name`` of ``state_machine`` (a standard workflow)."""
+    head, found, rest = state_machine.partition(":stateMachine:")
+    machine = rest.split(":", 1)[0]  # less a version or alias qualifier
+    return f"{head}:execution:{machine}:{name}" if found and machine else None
+
+
+@dataclass
+class Starting:
+    """What is known of the StartExecution call when Ctrl-C cuts it short.
+
+    The execution's name is chosen here (a UUID, unless ``--name``), so its ARN is known before the
+    service answers, and a second ``run --name`` of the same input cannot start a second one.
+    botocore's events tell whether the request may have left (the first ``before-send`` handler: the
+    others, and the send, come after it) and whether an answer came back.
+    """
+
+    arn: str | None = None
+    requested: bool = False  # the request may have reached the service
+    started: bool = False  # the service answered with the execution's ARN
+
+    def watch(self, client: Any) -> bool:
+        events = getattr(getattr(client, "meta", None), "events", None)
+        if events is None:
+            return False
+        events.register_first("before-send.sfn.StartExecution", self._requested)
+        events.register("response-received.sfn.StartExecution", self._answered)
+        return True
+
+    def _requested(self, **_: Any) -> None:
+        self.requested = True
+
+    def _answered(self, parsed_response: Any = None, **_: Any) -> None:
+        if isinstance(parsed_response, dict) and parsed_response.get("executionArn"):
+            self.arn, self.started = str(parsed_response["executionArn"]), True
+
+
+def _start(args: argparse.Namespace, client: Any, starting: Starting) -> str:
     execution_input = read_input(args.input)
     sm_arn = state_machine_arn(args)
-    kwargs: dict[str, Any] = {"stateMachineArn": sm_arn, "input": execution_input}
-    if args.name:
-        kwargs["name"] = args.name
+    name = args.name or str(uuid.uuid4())
+    starting.arn = execution_arn(sm_arn, name)
+    # Without botocore's events, a call that began may have reached the service.
+    starting.requested = not starting.watch(client)
     try:
-        return str(client.start_execution(**kwargs)["executionArn"])
+        arn = str(client.start_execution(stateMachineArn=sm_arn, input=execution_input, name=name)["executionArn"])
     except Exception as err:
         code = _error_code(err)
         if code == "StateMachineDoesNotExist":
             raise FollowError(f"no such state machine: {sm_arn}") from None
         if code == "ExecutionAlreadyExists":
-            raise FollowError(f"an execution named {args.name} already exists for {sm_arn}") from None
+            raise FollowError(f"an execution named {name} already exists for {sm_arn}") from None
         raise _aws_error(err, "cannot start the execution") from None
+    starting.arn, starting.started = arn, True
+    return arn
+
+
+def _interrupted_start(starting: Starting, args: argparse.Namespace) -> str:
+    """What Ctrl-C left behind while the execution was being started."""
+    if starting.started and starting.arn:
+        return f"interrupted; execution {starting.arn} started and goes on: {_hint(starting.arn, args)}"
+    if not starting.requested:
+        return "interrupted: no execution was started"
+    if not starting.arn:
+        return "interrupted while starting the execution: it may have started (jobsync list tells)"
+    name = starting.arn.rsplit(":", 1)[-1]
+    return (
+        f"interrupted while starting execution {starting.arn}: it may have started.\n"
+        f"jobsync status {starting.arn} tells (no such execution: it did not); "
+        f"run again with --name {name} to start it at most once"
+    )
+
+
+def _hint(arn: str, args: argparse.Namespace) -> str:
+    """How to follow and how to stop ``arn``, in the region the command used."""
+    region = f" --region {args.region}" if args.region else ""
+    return (
+        f"jobsync status {arn} --follow{region}\n"
+        f"to stop it: aws stepfunctions stop-execution --execution-arn {arn}{region}"
+    )
 
 
 def _print_outcome(outcome: Outcome, out: TextIO) -> None:
@@ -476,22 +550,34 @@ def _print_outcome(outcome: Outcome, out: TextIO) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     out = sys.stdout
+    starting = Starting()
     try:
         client = _client("stepfunctions", args.region)
-        arn = _start(args, client)
+        arn = _start(args, client, starting)
         if args.no_follow:
             print(arn, file=out)
             return EXIT_SUCCEEDED
         print(f"execution {arn}", file=out, flush=True)
-        try:
-            outcome = follow(client, arn, out, poll_interval=args.poll_interval)
-        except KeyboardInterrupt:
-            print(f"\nstopped following; the execution goes on: jobsync status {arn}", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        except Exception as err:
-            raise _aws_error(err, f"cannot read the history of {arn} (the execution goes on)") from None
     except FollowError as err:
         print(f"jobsync run: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"jobsync run: {_interrupted_start(starting, args)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return _follow_to_the_end(client, arn, args, "run")
+
+
+def _follow_to_the_end(client: Any, arn: str, args: argparse.Namespace, command: str) -> int:
+    """Follow a started execution, then print its result; returns the exit code."""
+    out = sys.stdout
+    try:
+        outcome = follow(client, arn, out, poll_interval=args.poll_interval)
+    except KeyboardInterrupt:
+        print(f"\nstopped following; the execution goes on: {_hint(arn, args)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:
+        error = _aws_error(err, f"cannot read the history of {arn} (the execution goes on)")
+        print(f"jobsync {command}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     _print_outcome(outcome, out)
     return outcome.exit_code
@@ -502,6 +588,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         client = _client("stepfunctions", args.region)
         description = _describe(client, args.execution_arn)
+        if args.follow:
+            print(f"execution {args.execution_arn}", file=out, flush=True)
+            return _follow_to_the_end(client, args.execution_arn, args, "status")
         reader = HistoryReader()
         reader.feed(_call("cannot read the history", HistoryPager(client, args.execution_arn).read))
     except FollowError as err:
@@ -620,6 +709,16 @@ def _state_machine_options(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--state-machine-arn", metavar="ARN", help="the state machine, instead of --stack")
 
 
+def _poll_interval_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--poll-interval",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=5.0,
+        help="how often the execution history is read while following",
+    )
+
+
 def _region_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--region", default=None, help="the AWS region (without one, AWS_REGION, AWS_DEFAULT_REGION or the profile's)"
@@ -639,28 +738,29 @@ def add_commands(commands: Any) -> None:
     )
     run_cmd.add_argument("input", metavar="INPUT.json", help="the execution input, a JSON object (- for stdin)")
     _state_machine_options(run_cmd)
-    run_cmd.add_argument("--name", default=None, help="the execution name (without one, the service picks a UUID)")
+    run_cmd.add_argument(
+        "--name", default=None, help="the execution name (without one, a new UUID: the ARN is known before the answer)"
+    )
     run_cmd.add_argument(
         "--no-follow", action="store_true", help="start the execution, print its ARN and exit (0) at once"
     )
-    run_cmd.add_argument(
-        "--poll-interval",
-        metavar="SECONDS",
-        type=_positive_seconds,
-        default=5.0,
-        help="how often the execution history is read",
-    )
+    _poll_interval_option(run_cmd)
     _region_option(run_cmd)
     run_cmd.set_defaults(func=cmd_run)
 
     status_cmd = commands.add_parser(
         "status",
         help="an execution's status, last phase and reason, and its result if it ended",
-        description="An execution's status, its last loop state's phase and reason, and the result if it ended.",
+        description="An execution's status, its last loop state's phase and reason, and the result if it ended;\n"
+        "with --follow, a line per poll until it ends, as run prints them.",
         epilog=EXIT_CODES_HELP,
         formatter_class=_HelpFormatter,
     )
     status_cmd.add_argument("execution_arn", metavar="EXECUTION_ARN", help="the execution (jobsync run prints it)")
+    status_cmd.add_argument(
+        "--follow", action="store_true", help="follow it as run does: a line per poll until it ends, then the result"
+    )
+    _poll_interval_option(status_cmd)
     _region_option(status_cmd)
     status_cmd.set_defaults(func=cmd_status)
 
