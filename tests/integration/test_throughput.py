@@ -42,7 +42,11 @@ def test_invocations_are_every_handler_call_and_each_job_submits_polls_and_clean
         e.get("stateEnteredEventDetails", {}).get("name") == "Status" for h in raw["children"] for e in h
     )
     assert by_function["status"] == status_entered
-    assert row["lambda_held_peak"] == 0  # nothing holds virtual time in poll mode
+    # Poll mode's Lambdas never wait: no watch in the API log. Whether one straddles a step of the
+    # virtual clock depends on the machine's speed (a Lambda's run is covered by the harness's
+    # settle time, not by a hold), so the held figure is bounded, not zero: one open call per job.
+    assert "watch" not in row["api_by_verb"]
+    assert row["lambda_held_peak"] <= row["jobs"]
 
 
 def test_api_requests_are_the_request_log_on_virtual_time(measured):
