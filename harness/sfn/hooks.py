@@ -52,6 +52,7 @@ from moto.stepfunctions.parser.asl.component.common.string.string_expression imp
 from moto.stepfunctions.parser.asl.component.program.program import Program
 from moto.stepfunctions.parser.asl.component.state import state as state_module
 from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iteration_worker import IterationWorker
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_lambda as state_task_lambda_module
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
@@ -374,6 +375,30 @@ def tasks_are_waits_for_the_clock(harness: LocalStepFunctions, patch: Patch) -> 
     patch(ExecutionState, "_evaluate_with_timeout", evaluate_with_timeout)
 
 
+def map_iterations_are_at_work(harness: LocalStepFunctions, patch: Patch) -> None:
+    """Speed and order only: each worker thread of a Map counts as its execution at work until it parks.
+
+    The Map state itself parks its execution's own thread while its iterations run on
+    worker threads. Without this the clock could move between an iteration's start and its
+    first park (evaluating its input and arguments, starting a child execution): on a
+    loaded machine longer than ``wait_settle_seconds``, and then an item starts late.
+    """
+    original = IterationWorker.eval
+
+    def worker_eval(worker: IterationWorker) -> None:
+        arn = execution_arn(worker._env)
+        if arn is None:
+            original(worker)
+            return
+        harness.iteration_began(arn)
+        try:
+            original(worker)
+        finally:
+            harness.iteration_ended(arn)
+
+    patch(IterationWorker, "eval", worker_eval)
+
+
 def execution_thread_crashes_are_kept(harness: LocalStepFunctions, patch: Patch) -> None:
     """An exception that kills the execution thread is kept for ``wait()`` to raise.
 
@@ -521,17 +546,26 @@ def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch:
     def eval_integration_pattern(task: StateTaskServiceSfn, env: Any, *args: Any, **kwargs: Any) -> None:
         submitted = env.stack[-1] if env.stack else None
         child = submitted.get("ExecutionArn") if isinstance(submitted, dict) else None
+        in_iteration = False
         if child:
             harness._sync_children.add(child)
             harness._sync_waits[threading.get_ident()] = (child, env)
             parent = env.states.context_object.context_object_data["Execution"]["Id"]
-            harness.parked(parent)  # its child is at work now; the parent's end is _observed's
+            # Its child is at work now; the parent's end is _observed's. This thread is not the
+            # iteration's own: a Map with an iteration at work means this task is one of them.
+            in_iteration = harness.in_iterations(parent)
+            if in_iteration:
+                harness.iteration_parked(parent)
+            else:
+                harness.parked(parent)
         try:
             original(task, env, *args, **kwargs)
         finally:
             harness._sync_waits.pop(threading.get_ident(), None)
             if child and not env.is_running():
                 harness.stop_if_running(child, error="States.Aborted", cause="the parent's task was cancelled")
+            if in_iteration:
+                harness.iteration_at_work(parent)  # the iteration's worker ends it, running or not
             if child:
                 harness._observed(child, parent if env.is_running() else None)
 
@@ -829,6 +863,7 @@ HOOKS: tuple[Hook, ...] = (
     history_timestamps_on_virtual_clock,
     execution_timeout_on_virtual_clock,
     tasks_are_waits_for_the_clock,
+    map_iterations_are_at_work,
     execution_status_change_events,  # before the next: wait() returns once the event is sent
     execution_thread_crashes_are_kept,
     state_exceptions_are_kept,

@@ -123,10 +123,12 @@ class LocalStepFunctions(InProcessLambdas):
         self._sleepers: dict[object, tuple[float, threading.Event]] = {}
         # Executions at work in the interpreter (started, or woken from a wait, and not yet waiting again, in a
         # Lambda, or ended): time does not move for them, for up to busy_grace_seconds of wall time each.
-        self._busy: dict[str, float] = {}
+        self._busy: dict[object, float] = {}
         self._parked_once: set[str] = set()
         self._execution_of_thread = threading.local()
         self.busy_grace_seconds = 5.0
+        # Map iterations at work per execution (each worker thread of a Map counts while it is not parked).
+        self._iterations: dict[str, int] = {}
         # Parents whose .sync task saw its child end, since when: see _observed.
         self._holds: dict[str, float] = {}
         self.observed_hold_seconds = 1.0
@@ -453,7 +455,13 @@ class LocalStepFunctions(InProcessLambdas):
             self._last_sleeper_change = time.monotonic()
 
     def parked(self, arn: str) -> None:
-        """The execution waits (a Wait, a task token, a .sync child), is in a Lambda, or ended."""
+        """The execution waits (a Wait, a task token, a .sync child), is in a Lambda, or ended.
+
+        On one of its Map's worker threads only that iteration parks: the others may still be at work.
+        """
+        if getattr(self._execution_of_thread, "iteration", None) == arn:
+            self.iteration_parked(arn)
+            return
         with self._sleepers_changed:
             self._parked_once.add(arn)
             self._busy.pop(arn, None)
@@ -462,9 +470,44 @@ class LocalStepFunctions(InProcessLambdas):
 
     def at_work(self, arn: str) -> None:
         """The execution goes on in the interpreter (its wait ended, its Lambda answered)."""
+        if getattr(self._execution_of_thread, "iteration", None) == arn:
+            self.iteration_at_work(arn)
+            return
         with self._sleepers_changed:
             self._parked_once.add(arn)
             self._busy[arn] = time.monotonic()
+            self._last_sleeper_change = time.monotonic()
+
+    def iteration_began(self, arn: str) -> None:
+        """This thread runs iterations of a Map of ``arn``: at work until it parks or ends."""
+        self._execution_of_thread.iteration = arn
+        self.iteration_at_work(arn)
+
+    def iteration_ended(self, arn: str) -> None:
+        self.iteration_parked(arn)
+        self._execution_of_thread.iteration = None
+
+    def in_iterations(self, arn: str) -> bool:
+        """Whether a Map of ``arn`` has an iteration at work (a .sync task's thread cannot tell its own)."""
+        with self._sleepers_changed:
+            return self._iterations.get(arn, 0) > 0
+
+    def iteration_at_work(self, arn: str) -> None:
+        """One of the Map's iterations goes on in the interpreter: time waits for it, as for an execution."""
+        with self._sleepers_changed:
+            self._iterations[arn] = self._iterations.get(arn, 0) + 1
+            self._busy[("iterations", arn)] = time.monotonic()
+            self._last_sleeper_change = time.monotonic()
+
+    def iteration_parked(self, arn: str) -> None:
+        with self._sleepers_changed:
+            left = self._iterations.get(arn, 0) - 1
+            if left > 0:
+                self._iterations[arn] = left
+            else:
+                self._iterations.pop(arn, None)
+                self._busy.pop(("iterations", arn), None)
+            self._holds.pop(arn, None)
             self._last_sleeper_change = time.monotonic()
 
     def _wake_sleepers(self) -> None:

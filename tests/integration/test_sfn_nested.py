@@ -12,6 +12,8 @@ from typing import Any
 import boto3
 import pytest
 
+from moto.stepfunctions.parser import models as parser_models
+
 from harness.clock import VirtualClock
 from harness.sfn import LocalStepFunctions
 
@@ -224,6 +226,25 @@ def test_the_next_item_starts_on_time_when_moto_is_slow_to_start_it(sfn, monkeyp
         real_activity()
 
     monkeypatch.setattr(sfn, "activity", slow_activity)
+    description, child = run(sfn, parent(max_concurrency=2), [{"wait": 100}, {"wait": 50}, {"wait": 3000}])
+    t0 = description["startDate"].timestamp()
+    offsets = sorted(c["startDate"].timestamp() - t0 for c in children(sfn, child))
+    assert offsets == pytest.approx([0, 0, 50])
+
+
+def test_an_item_slow_to_start_its_child_starts_with_the_others(sfn, monkeypatch):
+    """A Map iteration is at work from its start until it parks: while the second item's
+    StartExecution is slow (a loaded machine, seen in CI), the first child's Wait must not move
+    the clock (the second child started at 100 s)."""
+    hooked = parser_models.StepFunctionsParserBackend.start_execution
+
+    def slow_for_the_second_item(backend: Any, state_machine_arn: str, name: Any = None, *args: Any, **kw: Any) -> Any:
+        execution_input = kw.get("execution_input", args[0] if args else None) or "{}"
+        if json.loads(execution_input).get("wait") == 50:
+            time.sleep(0.3)  # six times wait_settle_seconds, before anything of the harness runs
+        return hooked(backend, state_machine_arn, name, *args, **kw)
+
+    monkeypatch.setattr(parser_models.StepFunctionsParserBackend, "start_execution", slow_for_the_second_item)
     description, child = run(sfn, parent(max_concurrency=2), [{"wait": 100}, {"wait": 50}, {"wait": 3000}])
     t0 = description["startDate"].timestamp()
     offsets = sorted(c["startDate"].timestamp() - t0 for c in children(sfn, child))
