@@ -102,6 +102,13 @@ LEADER = {
     "PaddleJob": ("master", "0", "paddle"),
     "JAXJob": ("worker", "0", "jax"),
 }
+LEADER_TYPE = {
+    "TFJob": "Chief",
+    "MPIJob": "Launcher",
+    "XGBoostJob": "Master",
+    "PaddleJob": "Master",
+    "JAXJob": "Worker",
+}
 
 
 def manifest(kind: str, outcome: str) -> dict[str, Any]:
@@ -112,7 +119,20 @@ def manifest(kind: str, outcome: str) -> dict[str, Any]:
     if kind == "MPIJob":
         # The launcher decides; the workers run until the operator cleans them up (as sshd would).
         replicas = {"Launcher": annotations, "Worker": {**pod_annotations("run-forever"), **NAMES_ITSELF}}
+    elif outcome == "fail" and kind != "Job":
+        # The leader fails first: a job failed by another replica while its leader still runs has no
+        # leader's message yet (its result is rightly null), and which pod the kubelet ends first is a race.
+        leader = LEADER_TYPE[kind]
+        later = {**pod_annotations("fail", run_duration="30s", exit_code=2), **NAMES_ITSELF}
+        replicas = {t: annotations if t == leader else later for t in replica_specs(base)}
+        if kind == "JAXJob":  # one replica type: the second worker could end first
+            replica_specs(base)[leader]["replicas"] = 1
     return with_pods(base, annotations, None, replicas)
+
+
+def replica_specs(job: dict[str, Any]) -> dict[str, Any]:
+    [specs] = [value for key, value in job["spec"].items() if key.endswith("ReplicaSpecs")]
+    return specs
 
 
 def name_of(kind: str, outcome: str) -> str:
