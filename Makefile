@@ -68,14 +68,14 @@ GROUP ?= jobsync
 
 ## The Kubernetes RBAC for a deployment: make rbac NAMESPACE=... KINDS=... [WATCH=1] [NOTIFIER=1] | kubectl apply -f -
 rbac: $(STAMP)
-	@PYTHONPATH=layers/jobsync $(BIN)/python -m jobsync rbac --namespace $(NAMESPACE) --kinds $(KINDS) --group $(GROUP) $(if $(WATCH),--watch) $(if $(NOTIFIER),--notifier)
+	@PYTHONPATH=layers/jobsync:cli $(BIN)/python -m jobsync_cli rbac --namespace $(NAMESPACE) --kinds $(KINDS) --group $(GROUP) $(if $(WATCH),--watch) $(if $(NOTIFIER),--notifier)
 
 ## pip install . into a fresh virtual environment, then run its jobsync command.
 package-check:
 	rm -rf build/package-check && $(PYTHON) -m venv build/package-check
 	build/package-check/bin/python -m pip install --quiet .
 	build/package-check/bin/jobsync evaluate events/evaluate-pytorchjob-succeeded-index5.json
-	rm -rf build/package-check layers/jobsync/*.egg-info
+	rm -rf build/package-check layers/jobsync/*.egg-info cli/*.egg-info
 
 $(SAM_VENV)/bin/sam:
 	$(PYTHON) -m venv $(SAM_VENV)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.simulate import SAFETY_POLL_SECONDS, policy_settings, standard_policies
-from jobsync.run.policy import WaitBounds
-from jobsync.run.stuck import Grace, grace_seconds
+from jobsync.core.stuck import Grace, grace_seconds
+from jobsync.core.wait import WaitBounds
 
 POLICY_ORDER = ("seed-600", "fixed-60", "default", "default-hint20")
 WATCH_NOTE = (
@@ -28,7 +28,7 @@ CALLBACK_NOTE = (
 )
 LEARNED_NOTE = (
     "the policy given a learned hint: each job's family runs its typical length x U(0.7, 1.3), and the hint "
-    "is the median of the family's last 5 runs (jobsync.run.hints)"
+    "is the median of the family's last 5 runs (jobsync.aws.hints)"
 )
 # The notifier: one pod on a node the cluster already runs. Priced at the Fargate rates (us-east-1, Linux x86)
 # as the share of a node it takes: USD 0.04048 per vCPU-hour and USD 0.004445 per GB-hour.
@@ -585,7 +585,7 @@ def markdown(results: dict[str, Any], png_name: str) -> str:
         "3-24 h (uniform within the class), each after 0-10 min PENDING. A fifth of them fail (every fifth job, "
         "evenly over the classes): half of those in the first tenth of their run (configuration errors, out of "
         "memory), half uniformly over it; a failing job's hint is still its planned length. "
-        "The real `jobsync.run.policy.next_wait` decides every wait, fed as `jobsync.run.poll` feeds it; "
+        "The real `jobsync.core.wait.next_wait` decides every wait, fed as `jobsync.run.poll` feeds it; "
         "a finished job is noticed at the first poll at or after its end. Deadline 7 days (no job reaches it).",
         "",
         policy_table(results),

@@ -20,10 +20,10 @@ from typing import Any
 
 from bench.statemachine import HISTORY_CAP, CostModel
 from bench.workload import Job
+from jobsync.core import wait as jobsync_policy
+from jobsync.core.wait import PollState, WaitBounds, budget_floor, next_wait
 from jobsync.evaluation.phase import Phase
-from jobsync.run import policy as jobsync_policy
 from jobsync.run.loop import Starting, callback_wait
-from jobsync.run.policy import PollState, WaitBounds, budget_floor, next_wait
 from jobsync.settings import Settings
 
 DAY = 86_400
@@ -54,7 +54,7 @@ class Policy:
     bounds: WaitBounds = field(default_factory=WaitBounds)
     hint: bool = False  # pass the job's expectedDurationSeconds
     check_at_submit: bool = False  # the seed GETs the job straight after creating it
-    # Module constants of jobsync.run.policy to override for a sweep (never written to the file).
+    # Module constants of jobsync.core.wait to override for a sweep (never written to the file).
     constants: tuple[tuple[str, float], ...] = ()
     # Watch mode (JOBSYNC_WATCH_SECONDS): each Status holds a watch up to this long.
     watch_seconds: int = 0
@@ -120,7 +120,7 @@ def with_event_latency(policies: Sequence[Policy], latency: Mapping[str, Sequenc
 
 @contextlib.contextmanager
 def policy_constants(overrides: Sequence[tuple[str, float]]) -> Iterator[None]:
-    """Run the real jobsync.run.policy with some module constants changed, and put them back."""
+    """Run the real jobsync.core.wait with some module constants changed, and put them back."""
     saved = {name: getattr(jobsync_policy, name) for name, _ in overrides}
     try:
         for name, value in overrides:

@@ -1,7 +1,7 @@
-"""``python -m jobsync``: the same as the ``jobsync`` command."""
+"""``python -m jobsync_cli``: the same as the ``jobsync`` command."""
 
 import sys
 
-from jobsync.cli import main
+from jobsync_cli.main import main
 
 sys.exit(main())

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from jobsync import input_file
+from jobsync_cli import input_file
 
 # Exit codes: one per outcome, the same for `run` and `status`.
 EXIT_SUCCEEDED = 0
@@ -439,7 +439,7 @@ def read_input(path: str) -> str:
     """The execution input: the text of ``path`` (``-`` for stdin), once it is known to be a JSON object.
 
     The text is sent as it is, so its size is the size Step Functions counts; both it and its nesting
-    are held to what an execution accepts (``jobsync.input_file``).
+    are held to what an execution accepts (``jobsync_cli.input_file``).
     """
     source = input_file.source_name(path)
     try:

@@ -1,4 +1,4 @@
-"""The jobsync command line: ``jobsync <command> ...`` (or ``python -m jobsync``).
+"""The jobsync command line: ``jobsync <command> ...`` (or ``python -m jobsync_cli``).
 
 ``rbac`` prints the Kubernetes Role and RoleBinding a deployment needs
 (``jobsync.rbac``), for its namespace, kinds and completion mode.
@@ -9,7 +9,7 @@ any form the Lambda accepts (the object, ``{"object": ...}``, an
 status 0 means a verdict was printed (NOT_FOUND included); 2 means the input
 could not be evaluated, and the line printed is ``{"error": ..., "detail":
 ...}``. The input is held to the bounds of a state's payload
-(``jobsync.input_file``): at most 256 KiB, nested at most 100 levels.
+(``jobsync_cli.input_file``): at most 256 KiB, nested at most 100 levels.
 
 Ctrl-C ends any command with exit status 130 and one line, never a traceback.
 """
@@ -24,10 +24,10 @@ from typing import Any
 
 import yaml
 
-from jobsync import input_file
 from jobsync.errors import EvaluationError
-from jobsync.evaluation.verdict import evaluate_event
-from jobsync.follow import EXIT_INTERRUPTED
+from jobsync.evaluation.evaluator import evaluate_event
+from jobsync_cli import input_file
+from jobsync_cli.follow import EXIT_INTERRUPTED
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     rbac_cmd.add_argument("--notifier", action="store_true", help="also the notifier's ServiceAccount and Role")
     rbac_cmd.set_defaults(func=_cmd_rbac)
 
-    from jobsync import follow  # run, status, list: start and follow executions (jobsync.follow)
+    from jobsync_cli import follow  # run, status, list: start and follow executions (jobsync_cli.follow)
 
     follow.add_commands(commands)
     return parser

@@ -3,7 +3,7 @@
 Each hook is ``hook(harness, patch)``: it patches moto (or jsonata-python) through
 ``patch(target, attribute, value)``, which undoes the patch when the harness closes.
 Each docstring says which moto behaviour it corrects, and what the service does
-instead; ``tests/integration/test_sfn_harness.py`` checks them against that.
+instead; ``tests/harness/test_sfn_harness.py`` checks them against that.
 They are written against the versions :mod:`harness.sfn.pins` requires.
 """
 

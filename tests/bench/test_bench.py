@@ -32,9 +32,9 @@ from bench.statemachine import (
     with_completion_mode,
 )
 from bench.workload import Job, make_workload
+from jobsync.core.wait import PollState, WaitBounds
 from jobsync.evaluation.phase import Phase
 from jobsync.run.loop import Starting, callback_wait
-from jobsync.run.policy import PollState, WaitBounds
 
 POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch", "callback", "learned-hint30")
 

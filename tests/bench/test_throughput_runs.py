@@ -2,7 +2,7 @@
 
 RunJobs refuses more than MAX_JOBS_PER_RUN jobs, so the benchmark starts several runs together past that. The
 41-job measurement itself takes longer than a test should (about a minute and a half here); the split is checked
-on ``batches`` (tests/unit/test_throughput.py) and the adding up on two runs of one job each.
+on ``batches`` (tests/bench/test_throughput_figures.py) and the adding up on two runs of one job each.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`python -m jobsync evaluate FILE`, run as a real subprocess the way a developer runs it."""
+"""`python -m jobsync_cli evaluate FILE`, run as a real subprocess the way a developer runs it."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from tests.support.lambdas import EVENTS, ROOT
 
 
 def run(*args: str, stdin: str | bytes | None = None) -> tuple[int, dict, str]:
-    env = {**os.environ, "PYTHONPATH": "layers/jobsync"}
+    env = {**os.environ, "PYTHONPATH": "layers/jobsync:cli"}
     data = stdin.encode() if isinstance(stdin, str) else stdin
     proc = subprocess.run(
-        [sys.executable, "-m", "jobsync", *args],
+        [sys.executable, "-m", "jobsync_cli", *args],
         input=data,
         capture_output=True,
         cwd=ROOT,
@@ -103,10 +103,10 @@ def test_missing_file_exits_2_with_a_json_error(tmp_path):
 
 def test_no_command_is_a_usage_error():
     proc = subprocess.run(
-        [sys.executable, "-m", "jobsync"],
+        [sys.executable, "-m", "jobsync_cli"],
         capture_output=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": "layers/jobsync"},
+        env={**os.environ, "PYTHONPATH": "layers/jobsync:cli"},
         timeout=60,
         check=False,
     )

@@ -1,7 +1,7 @@
 """The command line reads its input within the bounds an execution accepts: 256 KiB, 100 levels of nesting.
 
 `jobsync run` through ``main()`` against the local run (nothing may reach StartExecution), `jobsync
-evaluate` as a real subprocess (tests/unit/test_cli.py's ``run``), both from a file and from stdin: one
+evaluate` as a real subprocess (tests/cli/test_cli.py's ``run``), both from a file and from stdin: one
 line naming the input and the bound, exit 2, never a traceback.
 """
 
@@ -16,10 +16,10 @@ import boto3
 import pytest
 
 from harness.local import LocalJobsync
-from jobsync import follow, input_file
-from jobsync.cli import main
+from jobsync_cli import follow, input_file
+from jobsync_cli.main import main
+from tests.cli.test_cli import run as evaluate
 from tests.support.lambdas import EVENTS
-from tests.unit.test_cli import run as evaluate
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
 DEEPEST = 200_000  # the file the defect was found with: 1.2 MB of {"a": ...}

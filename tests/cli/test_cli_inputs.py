@@ -1,6 +1,6 @@
-"""`python -m jobsync evaluate` on awkward timestamps and large JSON: a verdict or a clear error, the same everywhere.
+"""`python -m jobsync_cli evaluate` on awkward timestamps and large JSON: a verdict or a clear error, alike everywhere.
 
-Run as real subprocesses (tests/unit/test_cli.py's ``run``), so a traceback or
+Run as real subprocesses (tests/cli/test_cli.py's ``run``), so a traceback or
 a dependence on the machine's time zone shows as it would to a developer.
 """
 
@@ -17,11 +17,11 @@ from tests.conftest import ROOT
 
 
 def run(path: str, tz: str | None = None) -> tuple[int, list[str], str]:
-    env = {**os.environ, "PYTHONPATH": "layers/jobsync"}
+    env = {**os.environ, "PYTHONPATH": "layers/jobsync:cli"}
     if tz is not None:
         env["TZ"] = tz
     proc = subprocess.run(
-        [sys.executable, "-m", "jobsync", "evaluate", path],
+        [sys.executable, "-m", "jobsync_cli", "evaluate", path],
         capture_output=True,
         cwd=ROOT,
         env=env,

@@ -19,8 +19,8 @@ import boto3
 import pytest
 
 from harness.local import LocalJobsync
-from jobsync import follow
-from jobsync.cli import main
+from jobsync_cli import follow
+from jobsync_cli.main import main
 from tests.support.lambdas import EVENTS
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}

@@ -1,4 +1,4 @@
-"""jobsync.follow: execution history events to lines, an outcome and an exit code; the follow loop.
+"""jobsync_cli.follow: execution history events to lines, an outcome and an exit code; the follow loop.
 
 Two sources of events: a history captured from a LocalJobsync run (moto's shapes,
 tests/data/follow_history_failure.json), and events built as the Step Functions
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from jobsync import follow
-from jobsync.cli import build_parser
+from jobsync_cli import follow
+from jobsync_cli.main import build_parser
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "data" / "follow_history_failure.json"

@@ -26,7 +26,7 @@ import pytest
 from harness.aws_server import MOTO_CLOUDFORMATION, WerkzeugMotoServer, client_env, endpoint, moto_server
 from harness.demo import clock_text
 from harness.local import LocalJobsync
-from jobsync import follow
+from jobsync_cli import follow
 from tests.support.lambdas import EVENTS, ROOT
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
@@ -39,10 +39,10 @@ STACK_TEMPLATE = {
 
 
 def jobsync(endpoint: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m jobsync ARGS`` as a developer runs it, against ``endpoint``, with fake credentials."""
-    env = {**client_env(endpoint), "PYTHONPATH": "layers/jobsync"}
+    """``python -m jobsync_cli ARGS`` as a developer runs it, against ``endpoint``, with fake credentials."""
+    env = {**client_env(endpoint), "PYTHONPATH": "layers/jobsync:cli"}
     return subprocess.run(
-        [sys.executable, "-m", "jobsync", *args],
+        [sys.executable, "-m", "jobsync_cli", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from tests.integration.test_operator_sim import NS, api, clock, conditions, job, kube, phases, pods, sim, submit
+from tests.harness.test_operator_sim import NS, api, clock, conditions, job, kube, phases, pods, sim, submit
 
 __all__ = ["api", "clock", "kube", "sim"]  # the fixtures, shared
 

@@ -8,8 +8,7 @@ import logging
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from jobsync.evaluation.kinds import lookup
-from jobsync.run.results import (
+from jobsync.core.result import (
     MAX_RESULT_BYTES,
     TRUNCATED_TEXT_BYTES,
     from_pods,
@@ -18,6 +17,7 @@ from jobsync.run.results import (
     leading_pods,
     parse_message,
 )
+from jobsync.evaluation.kinds import lookup
 from tests.support.cluster import RecordingCluster
 
 KF = "training.kubeflow.org"
@@ -274,7 +274,7 @@ class ListFails(RecordingCluster):
 
 def test_a_list_that_fails_gives_none_and_a_warning(caplog):
     cluster = ListFails()
-    with caplog.at_level(logging.WARNING, logger="jobsync.run.results"):
+    with caplog.at_level(logging.WARNING, logger="jobsync.core.result"):
         assert job_result(spec("PyTorchJob"), {}, "ns", "j", cluster) is None
     assert cluster.calls == [("list_pods", f"{KF}/job-name=j")]
     assert "result not read" in caplog.text

@@ -15,7 +15,7 @@ from jobsync.errors import ClusterConfigError, InvalidInput
 from jobsync.settings import Settings
 
 if TYPE_CHECKING:
-    from jobsync.run.hints import HintStore
+    from jobsync.aws.hints import HintStore
 
 
 @cache
@@ -69,7 +69,7 @@ def hints() -> HintStore | None:
     """Learned hints, when the deployment has a table (every stack does; a bare local run may not)."""
     if not settings().table_name:
         return None
-    from jobsync.run.hints import HintStore  # a RUNNING poll never needs it (nor its statistics)
+    from jobsync.aws.hints import HintStore  # a RUNNING poll never needs it (nor its statistics)
 
     return HintStore(table())
 

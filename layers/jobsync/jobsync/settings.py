@@ -16,10 +16,10 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from jobsync.core.wait import WaitBounds
 from jobsync.errors import ClusterConfigError
 from jobsync.evaluation import kinds
 from jobsync.evaluation.kinds import KindSpec
-from jobsync.run.policy import WaitBounds
 
 DAY = 86_400
 # A watch must end, and the poll answer, within the Lambda's 900 s maximum.

@@ -46,7 +46,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from jobsync import clock
-from jobsync.run.diagnostics import MAX_MESSAGE, UNSCHEDULABLE
+from jobsync.core.diagnostics import MAX_MESSAGE, UNSCHEDULABLE
 from jobsync.run.inputs import LoopState
 from jobsync.settings import Settings
 

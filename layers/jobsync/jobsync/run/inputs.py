@@ -120,7 +120,7 @@ class LoopState(BaseModel):
     diagnostics: list[dict[str, Any]] = Field(default_factory=list)
     logTail: str | None = None
     # A job that ended as SUCCEEDED or FAILED: its leading replica's termination message, parsed and
-    # bounded, or what a SageMaker job's status carries (jobsync.run.results); None when there is none.
+    # bounded, or what a SageMaker job's status carries (jobsync.core.result); None when there is none.
     result: Any = None
 
     @field_validator("submittedAt", "deadline", "phaseSince", "startedAt", "finishedAt", "noticedAt", "stuckSince")

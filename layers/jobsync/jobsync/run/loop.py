@@ -16,13 +16,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from jobsync import clock
+from jobsync.core import wait as policy
+from jobsync.core.stuck import Grace, grace_seconds
+from jobsync.core.wait import LOOK_EVENTS, PollState, WaitBounds, within_budget
 from jobsync.errors import InvalidInput, NotOurJob
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Phase
-from jobsync.run import manifests, policy
+from jobsync.run import manifests
 from jobsync.run.inputs import JobRef, LoopState
-from jobsync.run.policy import LOOK_EVENTS, PollState, WaitBounds, within_budget
-from jobsync.run.stuck import Grace, grace_seconds
 from jobsync.settings import Settings
 
 
@@ -83,7 +84,7 @@ class Starting:
     ``not_found_grace_seconds``); ``reconciled``: it has a status (one that never
     gets one ends OperatorNotReconciling after ``operator_timeout_seconds``);
     ``stuck_until``: when the stuck pod the look found could first be failed
-    (``jobsync.run.stuck.Judgement.ends_at``), None when it found none.
+    (``jobsync.core.stuck.Judgement.ends_at``), None when it found none.
     """
 
     visible: bool = True
@@ -142,7 +143,7 @@ def next_look_wait(
 
     The mode's wait:
 
-    * poll: the policy's (``jobsync.run.policy``), with the job's jitter
+    * poll: the policy's (``jobsync.core.wait``), with the job's jitter
       (``jittered``), so jobs submitted together do not poll in lockstep;
     * watch: none: the watch (``watched`` s) did the waiting;
     * callback: ``callback_wait``, with what the look saw of a starting job

@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobsync import clock
+from jobsync.core import diagnostics, stuck
+from jobsync.core import result as results
 from jobsync.errors import WatchExpired
 from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
 from jobsync.evaluation.times import JobTimes, job_times
-from jobsync.run import diagnostics, pods, results, stuck
+from jobsync.run import pods
 from jobsync.run.inputs import LoopState
 from jobsync.run.loop import Cluster, Starting, allowed_spec, ensure_ours, epoch, with_next_wait
 from jobsync.settings import Settings
@@ -23,7 +25,7 @@ class Explanation:
     """The verdict, and what the pods say of it: findings, the failed container's log, (when the
     pods of a pending job were checked, ``stuck_checked``) since when they are stuck, None if they are not,
     and when a look could first fail them (``stuck_until``); and the ``result`` of a job that ended
-    (jobsync.run.results)."""
+    (jobsync.core.result)."""
 
     verdict: Evaluation
     diagnostics: list[dict[str, Any]] = field(default_factory=list)

@@ -8,11 +8,11 @@ from typing import Any, Literal
 from kubernetes.client.exceptions import ApiException
 
 from jobsync import clock
+from jobsync.aws.hints import HintStore
 from jobsync.errors import InvalidInput, JobConflict
 from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.run import manifests
-from jobsync.run.hints import HintStore
 from jobsync.run.inputs import JobRef, LoopState, SubmitRequest
 from jobsync.run.loop import Cluster, Starting, with_next_wait
 from jobsync.settings import Settings
