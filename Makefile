@@ -24,9 +24,7 @@ $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 ## aws-sam-translator (its pydantic pin clashes with the layer's), so .venv-scan comes first.
 test: $(STAMP) $(SCAN_VENV)/.installed
 	$(BIN)/python -m pytest -q
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
+	$(MAKE) --no-print-directory lint
 
 ## The suite again with every clock the project reads moved four years ahead.
 test-future: $(STAMP) $(SCAN_VENV)/.installed
@@ -41,10 +39,12 @@ else
 	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
 endif
 
+## ruff, mypy --strict, and the import rules (lint-imports: [tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	PYTHONPATH=layers/jobsync:notifier:cli $(BIN)/lint-imports --no-cache
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -21,9 +21,8 @@ from typing import Any
 from bench.statemachine import HISTORY_CAP, CostModel
 from bench.workload import Job
 from jobsync.core import wait as jobsync_policy
-from jobsync.core.wait import PollState, WaitBounds, budget_floor, next_wait
+from jobsync.core.wait import PollState, Starting, WaitBounds, budget_floor, callback_wait, next_wait
 from jobsync.evaluation.phase import Phase
-from jobsync.run.loop import Starting, callback_wait
 from jobsync.settings import Settings
 
 DAY = 86_400
@@ -190,7 +189,7 @@ def callback_looks(job: Job, policy: Policy, deadline: float, latency: float) ->
 
     Submit's wait becomes the first Await's timeout; a timed-out Await runs one
     Status, whose wait is the next timeout. Every wait is the status step's own
-    rule, ``jobsync.run.loop.callback_wait``, without its jitter (as the other
+    rule, ``jobsync.core.wait.callback_wait``, without its jitter (as the other
     policies' waits): Submit's job has no status yet; each poll sees it
     reconciled and, the workload having no stuck starts, no stuck pod. The
     notifier's event resumes the execution ``latency`` after the job ends,

@@ -42,6 +42,7 @@ from harness.sfn import LocalStepFunctions
 from jobsync import clock as jobsync_clock
 from jobsync import cluster as jobsync_cluster
 from jobsync import runtime
+from jobsync.core.event import RESUME_PATTERN
 from jobsync.run import manifests
 from jobsync.settings import Settings
 
@@ -263,8 +264,7 @@ class LocalJobsync:
         )
         events = boto3.client("events")
         events.create_event_bus(Name=EVENT_BUS)
-        pattern = {"source": ["jobsync"], "detail-type": ["Job Phase Changed"], "detail": {"terminal": [True]}}
-        events.put_rule(Name="job-ended", EventBusName=EVENT_BUS, EventPattern=json.dumps(pattern))
+        events.put_rule(Name="job-ended", EventBusName=EVENT_BUS, EventPattern=json.dumps(RESUME_PATTERN))
         assert self.sfn
         target = {"Id": "resume", "Arn": self.sfn.function_arn("jobsync-resume")}
         events.put_targets(Rule="job-ended", EventBusName=EVENT_BUS, Targets=[target])

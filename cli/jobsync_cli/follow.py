@@ -20,34 +20,83 @@ three commands on the ``jobsync`` parser.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from jobsync_cli import input_file
+from jobsync.core.outcome import (
+    EXIT_JOB_FAILED,
+    EXIT_JOB_NOT_FOUND,
+    EXIT_JOB_STOPPED,
+    EXIT_JOB_TIMED_OUT,
+    EXIT_OTHER_ERROR,
+    EXIT_RUNNING,
+    EXIT_SUCCEEDED,
+    JOB_ERRORS,
+)
+from jobsync_cli.aws import (
+    FollowError,
+    Starting,
+    aws_error,
+    call,
+    client,
+    execution_arn,
+    hint,
+    interrupted_start,
+    read_input,
+    start,
+    state_machine_arn,
+)
+from jobsync_cli.history import (
+    HistoryPager,
+    HistoryReader,
+    Outcome,
+    Poll,
+    _json_or_text,
+    clock_text,
+    error_code,
+    loop_state,
+    timestamp,
+)
 
-# Exit codes: one per outcome, the same for `run` and `status`.
-EXIT_SUCCEEDED = 0
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_JOB_FAILED",
+    "EXIT_JOB_NOT_FOUND",
+    "EXIT_JOB_STOPPED",
+    "EXIT_JOB_TIMED_OUT",
+    "EXIT_OTHER_ERROR",
+    "EXIT_RUNNING",
+    "EXIT_SUCCEEDED",
+    "JOB_ERRORS",
+    "FollowError",
+    "HistoryPager",
+    "HistoryReader",
+    "Outcome",
+    "Poll",
+    "add_commands",
+    "clock_text",
+    "execution_arn",
+    "follow",
+    "loop_state",
+    "read_input",
+    "timestamp",
+]
+
+# Every client the commands make comes from ``_client`` (tests put a stub in its place).
+_client, _aws_error = client, aws_error
+
+
+def _clients(service: str, region: str | None) -> Any:
+    return _client(service, region)
+
+
+# Exit codes: one per outcome, the same for `run` and `status`; a job's come with its phase (jobsync.core.outcome).
 EXIT_BAD_INPUT = 2  # no such file, not JSON, no such stack / state machine / execution, an AWS error
-EXIT_JOB_FAILED = 3
-EXIT_JOB_STOPPED = 4
-EXIT_JOB_TIMED_OUT = 5
-EXIT_JOB_NOT_FOUND = 6
-EXIT_OTHER_ERROR = 7  # a step's error (SubmitFailed, StepFailed), an aborted or timed-out execution
-EXIT_RUNNING = 8  # status only: the execution has not ended
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): for run, what it started goes on
-
-JOB_ERRORS = {
-    "JobFailed": EXIT_JOB_FAILED,
-    "JobStopped": EXIT_JOB_STOPPED,
-    "JobTimedOut": EXIT_JOB_TIMED_OUT,
-    "JobNotFound": EXIT_JOB_NOT_FOUND,
-}
 
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_SUCCEEDED}    the execution succeeded (the job's phase is SUCCEEDED)
@@ -63,245 +112,7 @@ EXIT_CODES_HELP = f"""exit codes:
   {EXIT_INTERRUPTED}  Ctrl-C: following stopped, the execution goes on (its ARN is printed), or none
        was started (said so)"""
 
-TERMINAL_EVENTS = {
-    "ExecutionSucceeded": ("SUCCEEDED", "executionSucceededEventDetails"),
-    "ExecutionFailed": ("FAILED", "executionFailedEventDetails"),
-    "ExecutionAborted": ("ABORTED", "executionAbortedEventDetails"),
-    "ExecutionTimedOut": ("TIMED_OUT", "executionTimedOutEventDetails"),
-}
-TASK_FAILURES = {
-    "TaskFailed": "taskFailedEventDetails",
-    "TaskTimedOut": "taskTimedOutEventDetails",
-    "LambdaFunctionFailed": "lambdaFunctionFailedEventDetails",
-    "LambdaFunctionTimedOut": "lambdaFunctionTimedOutEventDetails",
-}
 EXECUTION_STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE")
-
-
-class FollowError(Exception):
-    """Bad input or an AWS error: one line on stderr, exit code 2."""
-
-
-# --------------------------------------------------------------------- events to lines
-
-
-def clock_text(seconds: float) -> str:
-    """``+HH:MM:SS``, as ``make demo`` prints the time since the execution started."""
-    seconds = max(0, int(seconds))
-    return f"+{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
-def timestamp(value: Any) -> float:
-    """Seconds since the epoch from a history timestamp: a datetime (boto3), ISO text or a number."""
-    if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-    if isinstance(value, int | float):
-        return float(value)
-    parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
-
-
-@dataclass
-class Poll:
-    """One loop state (Submit's or a Status's result), or one failed attempt of a task."""
-
-    at: float  # seconds since the execution started
-    state: str
-    phase: str
-    reason: str
-    wait_seconds: int = 0
-    terminal: bool = False
-    polls: int = 0
-    error: bool = False
-
-    def line(self) -> str:
-        if self.error:
-            tail = f"{self.state} failed"
-        else:
-            tail = f"next wait {self.wait_seconds}s" if self.wait_seconds and not self.terminal else "done"
-        return f"{clock_text(self.at)}  {self.phase:<10} {self.reason:<28} {tail}"
-
-
-@dataclass
-class Outcome:
-    """How the execution ended, from its last event or DescribeExecution."""
-
-    status: str  # SUCCEEDED, FAILED, ABORTED, TIMED_OUT (or RUNNING, for status)
-    output: Any = None
-    error: str | None = None
-    cause: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        if self.status == "SUCCEEDED":
-            return EXIT_SUCCEEDED
-        if self.status in ("RUNNING", "PENDING_REDRIVE"):
-            return EXIT_RUNNING
-        if self.status == "FAILED" and self.error in JOB_ERRORS:
-            return JOB_ERRORS[self.error]
-        return EXIT_OTHER_ERROR
-
-    def lines(self) -> list[str]:
-        """The result as printed at the end: the output, or the error and its Cause (JSON, pretty-printed)."""
-        if self.status == "SUCCEEDED":
-            return [f"result: {self.status}", _pretty(self.output)]
-        head = f"result: {self.status}" + (f"  error: {self.error}" if self.error else "")
-        if not self.cause:
-            return [head]
-        lines = [head, "cause:", _pretty(_json_or_text(self.cause))]
-        cause = _json_or_text(self.cause)
-        if isinstance(cause, dict) and isinstance(cause.get("logTail"), str) and cause["logTail"].strip():
-            lines += ["log tail:", cause["logTail"].rstrip("\n")]
-        return lines
-
-
-def _json_or_text(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _pretty(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
-
-
-def loop_state(payload: Any) -> dict[str, Any] | None:
-    """The loop state in a task result, or None when it is not one (Cleanup's result, say)."""
-    payload = _json_or_text(payload)
-    if isinstance(payload, dict) and "phase" in payload and "job" in payload:
-        return payload
-    return None
-
-
-@dataclass
-class HistoryReader:
-    """Turns execution history events, in order, into poll lines and an outcome; each event is used once."""
-
-    started_at: float | None = None
-    last_id: int = 0
-    state: str = ""
-    polls: list[Poll] = field(default_factory=list)
-    last_state: dict[str, Any] | None = None
-    outcome: Outcome | None = None
-
-    def feed(self, events: Iterable[dict[str, Any]]) -> list[Poll]:
-        """The new polls among ``events``; events already seen (by id) are skipped."""
-        new: list[Poll] = []
-        for event in events:
-            event_id = int(event.get("id", 0))
-            if event_id and event_id <= self.last_id:
-                continue
-            self.last_id = max(self.last_id, event_id)
-            poll = self._event(event)
-            if poll is not None:
-                self.polls.append(poll)
-                new.append(poll)
-        return new
-
-    def _since(self, event: dict[str, Any]) -> float:
-        at = timestamp(event["timestamp"])
-        if self.started_at is None:
-            self.started_at = at
-        return at - self.started_at
-
-    def _event(self, event: dict[str, Any]) -> Poll | None:
-        kind = event.get("type", "")
-        if kind == "ExecutionStarted":
-            self.started_at = timestamp(event["timestamp"])
-            return None
-        if kind.endswith("StateEntered"):
-            self.state = (event.get("stateEnteredEventDetails") or {}).get("name", "")
-            return None
-        if kind in TERMINAL_EVENTS:
-            status, key = TERMINAL_EVENTS[kind]
-            details = event.get(key) or {}
-            output = _json_or_text(details["output"]) if details.get("output") is not None else None
-            self.outcome = Outcome(status, output, details.get("error"), details.get("cause"))
-            return None
-        if kind == "TaskSucceeded":
-            # lambda:invoke: the output is the Invoke result, the function's result in its Payload.
-            result = _json_or_text((event.get("taskSucceededEventDetails") or {}).get("output"))
-            state = loop_state(result.get("Payload")) if isinstance(result, dict) else None
-            return self._poll(event, state)
-        if kind == "LambdaFunctionSucceeded":
-            # A bare function ARN as Resource: the output is the function's result itself.
-            return self._poll(event, loop_state((event.get("lambdaFunctionSucceededEventDetails") or {}).get("output")))
-        if kind in TASK_FAILURES:
-            details = event.get(TASK_FAILURES[kind]) or {}
-            error = details.get("error") or ("States.Timeout" if kind.endswith("TimedOut") else kind)
-            return Poll(self._since(event), self.state, "ERROR", error, error=True)
-        return None
-
-    def _poll(self, event: dict[str, Any], state: dict[str, Any] | None) -> Poll | None:
-        if state is None:
-            return None
-        self.last_state = state
-        return Poll(
-            at=self._since(event),
-            state=self.state,
-            phase=str(state.get("phase", "")),
-            reason=str(state.get("reason") or ""),
-            wait_seconds=_int(state.get("waitSeconds")),
-            terminal=bool(state.get("terminal")),
-            polls=_int(state.get("polls")),
-        )
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-# --------------------------------------------------------------------- reading the history
-
-
-class HistoryPager:
-    """Reads an execution's history oldest first, keeping its place between reads.
-
-    The service gives a ``nextToken`` only while more events follow; at the end
-    of the history there is none. So the token of the last page read is kept
-    and that page read again next time, its events already seen skipped by id:
-    every event is handed out once.
-    """
-
-    def __init__(self, client: Any, execution_arn: str, page_size: int = 1000) -> None:
-        self.client = client
-        self.execution_arn = execution_arn
-        self.page_size = page_size
-        self.token: str | None = None
-        self.last_id = 0
-
-    def read(self) -> list[dict[str, Any]]:
-        """The events not handed out before."""
-        new: list[dict[str, Any]] = []
-        while True:
-            kwargs: dict[str, Any] = {
-                "executionArn": self.execution_arn,
-                "reverseOrder": False,
-                "maxResults": self.page_size,
-            }
-            if self.token:
-                kwargs["nextToken"] = self.token
-            try:
-                page = self.client.get_execution_history(**kwargs)
-            except Exception as err:
-                if self.token and _error_code(err) == "InvalidToken":  # tokens expire (24 h): start over
-                    self.token = None
-                    continue
-                raise
-            for event in page.get("events", []):
-                if int(event.get("id", 0)) > self.last_id:
-                    new.append(event)
-                    self.last_id = int(event["id"])
-            next_token = page.get("nextToken")
-            if not next_token:
-                return new
-            self.token = next_token
 
 
 class Progress:
@@ -385,161 +196,6 @@ def _progress_text(reader: HistoryReader, wall: float) -> str:
     return text
 
 
-# --------------------------------------------------------------------- AWS calls
-
-
-def _error_code(err: BaseException) -> str:
-    response = getattr(err, "response", None)
-    return str(((response or {}).get("Error") or {}).get("Code", "")) if isinstance(response, dict) else ""
-
-
-def _aws_error(err: BaseException, what: str) -> FollowError:
-    """A one-line message for an AWS error: its code and message, never a traceback or a credential."""
-    code = _error_code(err)
-    if code:
-        message = str(((getattr(err, "response", None) or {}).get("Error") or {}).get("Message", "")).strip()
-        return FollowError(f"{what}: {code}: {' '.join(message.split())}" if message else f"{what}: {code}")
-    return FollowError(f"{what}: {' '.join(str(err).split()) or type(err).__name__}")
-
-
-def _client(service: str, region: str | None) -> Any:
-    import boto3  # only these commands need it
-
-    try:
-        return boto3.client(service, region_name=region)
-    except Exception as err:  # NoRegionError, a broken profile, ...
-        raise _aws_error(err, f"cannot make a {service} client") from None
-
-
-def _call(what: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
-    try:
-        return fn(**kwargs)
-    except Exception as err:
-        raise _aws_error(err, what) from None
-
-
-def state_machine_arn(args: argparse.Namespace) -> str:
-    """--state-machine-arn, or the StateMachineArn output of --stack."""
-    if args.state_machine_arn:
-        return str(args.state_machine_arn)
-    cfn = _client("cloudformation", args.region)
-    try:
-        stacks = cfn.describe_stacks(StackName=args.stack)["Stacks"]
-    except Exception as err:
-        if _error_code(err) == "ValidationError" and "does not exist" in str(err):
-            raise FollowError(f"no such stack: {args.stack}") from None
-        raise _aws_error(err, f"cannot describe stack {args.stack}") from None
-    for output in (stacks[0].get("Outputs") or []) if stacks else []:
-        if output.get("OutputKey") == "StateMachineArn":
-            return str(output["OutputValue"])
-    raise FollowError(f"stack {args.stack} has no StateMachineArn output (is it a jobsync stack?)")
-
-
-def read_input(path: str) -> str:
-    """The execution input: the text of ``path`` (``-`` for stdin), once it is known to be a JSON object.
-
-    The text is sent as it is, so its size is the size Step Functions counts; both it and its nesting
-    are held to what an execution accepts (``jobsync_cli.input_file``).
-    """
-    source = input_file.source_name(path)
-    try:
-        text = input_file.read_text(path)
-        document = input_file.load_json(text, source)
-    except FileNotFoundError:
-        raise FollowError(f"{source}: no such file") from None
-    except input_file.InputError as err:
-        raise FollowError(str(err)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise FollowError(f"{source}: cannot read: {' '.join(str(err).split())}") from None
-    except ValueError as err:
-        raise FollowError(f"{source}: not JSON: {err}") from None
-    if not isinstance(document, dict):
-        raise FollowError(f"{source}: the execution input must be a JSON object, got {type(document).__name__}")
-    return text
-
-
-def execution_arn(state_machine: str, name: str) -> str | None:
-    """The ARN Step Functions gives the execution named ``name`` of ``state_machine`` (a standard workflow)."""
-    head, found, rest = state_machine.partition(":stateMachine:")
-    machine = rest.split(":", 1)[0]  # less a version or alias qualifier
-    return f"{head}:execution:{machine}:{name}" if found and machine else None
-
-
-@dataclass
-class Starting:
-    """What is known of the StartExecution call when Ctrl-C cuts it short.
-
-    The execution's name is chosen here (a UUID, unless ``--name``), so its ARN is known before the
-    service answers, and a second ``run --name`` of the same input cannot start a second one.
-    botocore's events tell whether the request may have left (the first ``before-send`` handler: the
-    others, and the send, come after it) and whether an answer came back.
-    """
-
-    arn: str | None = None
-    requested: bool = False  # the request may have reached the service
-    started: bool = False  # the service answered with the execution's ARN
-
-    def watch(self, client: Any) -> bool:
-        events = getattr(getattr(client, "meta", None), "events", None)
-        if events is None:
-            return False
-        events.register_first("before-send.sfn.StartExecution", self._requested)
-        events.register("response-received.sfn.StartExecution", self._answered)
-        return True
-
-    def _requested(self, **_: Any) -> None:
-        self.requested = True
-
-    def _answered(self, parsed_response: Any = None, **_: Any) -> None:
-        if isinstance(parsed_response, dict) and parsed_response.get("executionArn"):
-            self.arn, self.started = str(parsed_response["executionArn"]), True
-
-
-def _start(args: argparse.Namespace, client: Any, starting: Starting) -> str:
-    execution_input = read_input(args.input)
-    sm_arn = state_machine_arn(args)
-    name = args.name or str(uuid.uuid4())
-    starting.arn = execution_arn(sm_arn, name)
-    # Without botocore's events, a call that began may have reached the service.
-    starting.requested = not starting.watch(client)
-    try:
-        arn = str(client.start_execution(stateMachineArn=sm_arn, input=execution_input, name=name)["executionArn"])
-    except Exception as err:
-        code = _error_code(err)
-        if code == "StateMachineDoesNotExist":
-            raise FollowError(f"no such state machine: {sm_arn}") from None
-        if code == "ExecutionAlreadyExists":
-            raise FollowError(f"an execution named {name} already exists for {sm_arn}") from None
-        raise _aws_error(err, "cannot start the execution") from None
-    starting.arn, starting.started = arn, True
-    return arn
-
-
-def _interrupted_start(starting: Starting, args: argparse.Namespace) -> str:
-    """What Ctrl-C left behind while the execution was being started."""
-    if starting.started and starting.arn:
-        return f"interrupted; execution {starting.arn} started and goes on: {_hint(starting.arn, args)}"
-    if not starting.requested:
-        return "interrupted: no execution was started"
-    if not starting.arn:
-        return "interrupted while starting the execution: it may have started (jobsync list tells)"
-    name = starting.arn.rsplit(":", 1)[-1]
-    return (
-        f"interrupted while starting execution {starting.arn}: it may have started.\n"
-        f"jobsync status {starting.arn} tells (no such execution: it did not); "
-        f"run again with --name {name} to start it at most once"
-    )
-
-
-def _hint(arn: str, args: argparse.Namespace) -> str:
-    """How to follow and how to stop ``arn``, in the region the command used."""
-    region = f" --region {args.region}" if args.region else ""
-    return (
-        f"jobsync status {arn} --follow{region}\n"
-        f"to stop it: aws stepfunctions stop-execution --execution-arn {arn}{region}"
-    )
-
-
 def _print_outcome(outcome: Outcome, out: TextIO) -> None:
     for line in outcome.lines():
         print(line, file=out)
@@ -552,8 +208,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = sys.stdout
     starting = Starting()
     try:
-        client = _client("stepfunctions", args.region)
-        arn = _start(args, client, starting)
+        sfn = _client("stepfunctions", args.region)
+        arn = start(args, sfn, starting)
         if args.no_follow:
             print(arn, file=out)
             return EXIT_SUCCEEDED
@@ -562,9 +218,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"jobsync run: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print(f"jobsync run: {_interrupted_start(starting, args)}", file=sys.stderr)
+        print(f"jobsync run: {interrupted_start(starting, args)}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return _follow_to_the_end(client, arn, args, "run")
+    return _follow_to_the_end(sfn, arn, args, "run")
 
 
 def _follow_to_the_end(client: Any, arn: str, args: argparse.Namespace, command: str) -> int:
@@ -573,10 +229,10 @@ def _follow_to_the_end(client: Any, arn: str, args: argparse.Namespace, command:
     try:
         outcome = follow(client, arn, out, poll_interval=args.poll_interval)
     except KeyboardInterrupt:
-        print(f"\nstopped following; the execution goes on: {_hint(arn, args)}", file=sys.stderr)
+        print(f"\nstopped following; the execution goes on: {hint(arn, args)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:
-        error = _aws_error(err, f"cannot read the history of {arn} (the execution goes on)")
+        error = aws_error(err, f"cannot read the history of {arn} (the execution goes on)")
         print(f"jobsync {command}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     _print_outcome(outcome, out)
@@ -586,13 +242,13 @@ def _follow_to_the_end(client: Any, arn: str, args: argparse.Namespace, command:
 def cmd_status(args: argparse.Namespace) -> int:
     out = sys.stdout
     try:
-        client = _client("stepfunctions", args.region)
-        description = _describe(client, args.execution_arn)
+        sfn = _client("stepfunctions", args.region)
+        description = _describe(sfn, args.execution_arn)
         if args.follow:
             print(f"execution {args.execution_arn}", file=out, flush=True)
-            return _follow_to_the_end(client, args.execution_arn, args, "status")
+            return _follow_to_the_end(sfn, args.execution_arn, args, "status")
         reader = HistoryReader()
-        reader.feed(_call("cannot read the history", HistoryPager(client, args.execution_arn).read))
+        reader.feed(call("cannot read the history", HistoryPager(sfn, args.execution_arn).read))
     except FollowError as err:
         print(f"jobsync status: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -624,9 +280,9 @@ def _describe(client: Any, execution_arn: str) -> dict[str, Any]:
     try:
         return dict(client.describe_execution(executionArn=execution_arn))
     except Exception as err:
-        if _error_code(err) == "ExecutionDoesNotExist":
+        if error_code(err) == "ExecutionDoesNotExist":
             raise FollowError(f"no such execution: {execution_arn}") from None
-        raise _aws_error(err, f"cannot describe {execution_arn}") from None
+        raise aws_error(err, f"cannot describe {execution_arn}") from None
 
 
 def _iso(value: Any) -> str:
@@ -636,15 +292,15 @@ def _iso(value: Any) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     out = sys.stdout
     try:
-        client = _client("stepfunctions", args.region)
-        sm_arn = state_machine_arn(args)
-        executions = _list(client, sm_arn, args.status, args.max)
+        sfn = _client("stepfunctions", args.region)
+        sm_arn = state_machine_arn(args, _clients)
+        executions = _list(sfn, sm_arn, args.status, args.max)
         rows = []
         for execution in executions:
             status = str(execution.get("status", ""))
             error = ""
             if status in ("FAILED", "TIMED_OUT", "ABORTED"):
-                description = _describe(client, execution["executionArn"])
+                description = _describe(sfn, execution["executionArn"])
                 error = str(description.get("error") or "")
             name = execution.get("name") or str(execution.get("executionArn", "")).rsplit(":", 1)[-1]
             rows.append((str(name), status, _iso(execution["startDate"]), error))
@@ -666,9 +322,9 @@ def _list(client: Any, sm_arn: str, status: str | None, limit: int) -> list[dict
         try:
             page = client.list_executions(**kwargs)
         except Exception as err:
-            if _error_code(err) == "StateMachineDoesNotExist":
+            if error_code(err) == "StateMachineDoesNotExist":
                 raise FollowError(f"no such state machine: {sm_arn}") from None
-            raise _aws_error(err, "cannot list executions") from None
+            raise aws_error(err, "cannot list executions") from None
         executions.extend(page.get("executions", []))
         if not page.get("nextToken"):
             break

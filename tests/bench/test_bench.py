@@ -32,9 +32,8 @@ from bench.statemachine import (
     with_completion_mode,
 )
 from bench.workload import Job, make_workload
-from jobsync.core.wait import PollState, WaitBounds
+from jobsync.core.wait import PollState, Starting, WaitBounds, callback_wait
 from jobsync.evaluation.phase import Phase
-from jobsync.run.loop import Starting, callback_wait
 
 POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch", "callback", "learned-hint30")
 
@@ -257,14 +256,16 @@ def test_callback_cost_is_read_off_the_real_definition():
         "CheckInput",
         "Submit",
         "IsDone",
-        "Await",
+        "Await",  # woken by the event with the state it stored
+        "IsDone",
+        "Await",  # its own look sees the end
         "IsDone",
         "Cleanup",
         "Outcome",
         "Succeeded",
     ]
-    assert model.transitions(1) == 8 and model.transitions_per_poll == 3  # Await, Status, IsDone per look
-    assert model.lambda_invocations(1) == 4  # Submit, Await, Cleanup, and the resume function
+    assert model.transitions(1) == 10 and model.transitions_per_poll == 3  # Await, Status, IsDone per look
+    assert model.lambda_invocations(1) == 5  # Submit, two Awaits, Cleanup, and the resume function
 
 
 def test_one_walk_serves_both_completion_modes():
@@ -272,14 +273,15 @@ def test_one_walk_serves_both_completion_modes():
     calling = with_completion_mode(load_jobsync_definition(), "callback")
     looks = ["RUNNING", "RUNNING", "SUCCEEDED"]
     polled, called = walk(polling, JOBSYNC_POLL_STATE, looks), walk(calling, JOBSYNC_POLL_STATE, looks)
-    # Poll mode polls every look; callback mode's Awaits time out to a poll, but the last look is the event.
+    # Poll mode polls every look; callback mode's Awaits time out to a poll, but the last look follows the
+    # event: it wakes the wait, and the wait it arms again looks.
     assert polled.count("Status") == 3 and "Await" not in polled
-    assert called.count("Await") == 3 and called.count("Status") == 2
+    assert called.count("Await") == 4 and called.count("Status") == 2
     assert called[called.index("Await") + 1] == "Status"  # the States.Timeout catcher
     assert called[-5:] == ["Await", "IsDone", "Cleanup", "Outcome", "Succeeded"]
     # Submit, the Awaits, the Statuses, Cleanup; in callback mode also the resume function, once.
     assert lambda_invocations(polling, polled) == 1 + 3 + 1
-    assert lambda_invocations(calling, called) == 1 + 3 + 2 + 1 + 1
+    assert lambda_invocations(calling, called) == 1 + 4 + 2 + 1 + 1
 
 
 def test_callback_looks_wait_for_the_first_pod_check_then_the_safety_interval():
@@ -297,7 +299,7 @@ def test_callback_looks_follow_the_status_steps_rule():
     job = Job("x", 500, 1800, 0)
     pending = [t for t in poll_times(job, policy, latency=0.05) if t < job.pending_s]
     assert pending == [121, 241, 361, 481]  # the first pod check, then the shortest grace (120 s) apart
-    # The model calls jobsync.run.loop.callback_wait: a changed grace or diagnose time changes its looks.
+    # The model calls jobsync.core.wait.callback_wait: a changed grace or diagnose time changes its looks.
     longer = replace(policy, settings=(("image_error_grace_seconds", 300),))
     assert [t for t in poll_times(job, longer, latency=0.05) if t < job.pending_s] == [121, 421]
     # Pods read from 400 s on: Submit's job has no status yet, so the operator timeout (300 s) comes first.

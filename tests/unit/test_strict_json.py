@@ -8,8 +8,8 @@ import math
 import pytest
 
 from jobsync import clock, strict_json
+from jobsync.aws.tokens import deliver
 from jobsync.core.result import parse_message
-from jobsync.run.callback import deliver
 from jobsync.run.inputs import LoopState
 
 

@@ -1,4 +1,10 @@
-"""boto3, imported when a call first needs it, and traced when tracing is on.
+"""jobsync's AWS adapters, and boto3, imported when a call first needs it and traced when tracing is on.
+
+The adapters, one module each: ``tokens`` (callback mode's task tokens in
+DynamoDB, and SendTaskSuccess), ``hints`` (learned durations in DynamoDB),
+``executions`` (DescribeExecution and the execution history), ``s3`` (job
+templates). EKS tokens and cluster endpoints are the cluster's
+(``jobsync.cluster``); what a Lambda container builds once is ``jobsync.runtime``.
 
 Importing boto3 (and botocore under it) is most of a handler's cold import, and
 a status poll against a ``url``, ``kubeconfig`` or in-cluster API never calls

@@ -13,8 +13,7 @@ import statistics
 from decimal import Decimal
 from typing import Any
 
-from jobsync import clock
-from jobsync.run.inputs import LoopState
+from jobsync.core.state import LoopState, seconds
 
 KEEP = 5
 MIN_RUNS = 2
@@ -39,11 +38,9 @@ class HintStore:
 
     def record_success(self, state: LoopState) -> bool:
         """Remember a run that SUCCEEDED (from its start to its end); False when there is nothing to learn."""
-        started = clock.parse(state.startedAt) if state.startedAt else None
-        finished = clock.parse(state.finishedAt) if state.finishedAt else None
-        if state.phase != "SUCCEEDED" or not state.jobFamily or started is None or finished is None:
+        if state.phase != "SUCCEEDED" or not state.jobFamily or state.startedAt is None or state.finishedAt is None:
             return False
-        self.record(state.jobFamily, finished - started)
+        self.record(state.jobFamily, seconds(state.finishedAt) - seconds(state.startedAt))
         return True
 
     def record(self, family: str, seconds: float) -> None:

@@ -8,7 +8,10 @@ a short dict, never a pod dump.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from jobsync.bodies import meta
 
 # Waiting reasons that mean the pod will not start without someone acting.
 STUCK_WAITING = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError"})
@@ -17,6 +20,29 @@ REPORTED_WAITING = STUCK_WAITING | {"CrashLoopBackOff", "CreateContainerError", 
 UNSCHEDULABLE = "Unschedulable"
 MAX_FINDINGS = 5
 MAX_MESSAGE = 300
+NOT_OWNED = "NotOwnedByJob"
+# How many ignored pods a note names; the count is always whole.
+MAX_NAMED = 5
+
+
+@dataclass(frozen=True)
+class JobPods:
+    """The job's own pods (``jobsync.run.pods``), and the names of the pods with its labels that it does not own."""
+
+    pods: list[dict[str, Any]]
+    ignored: tuple[str, ...] = ()
+
+    def notes(self) -> list[dict[str, Any]]:
+        """A finding that names the ignored pods (none when every labelled pod is the job's)."""
+        if not self.ignored:
+            return []
+        count = len(self.ignored)
+        names = ", ".join(self.ignored[:MAX_NAMED])
+        if count > MAX_NAMED:
+            names += f" and {count - MAX_NAMED} more"
+        pods = "pod" if count == 1 else "pods"
+        message = f"ignored {count} {pods} labelled for this job that it does not own: {names}"
+        return [{"reason": NOT_OWNED, "message": message}]
 
 
 def _short(value: Any) -> str:
@@ -34,7 +60,7 @@ def pod_findings(pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One finding per problem seen: waiting reasons, unschedulable pods, terminated containers."""
     findings: list[dict[str, Any]] = []
     for pod in pods:
-        name = (pod.get("metadata") or {}).get("name", "?")
+        name = meta(pod).name or "?"
         status = pod.get("status") or {}
         for cond in status.get("conditions") or []:
             unscheduled = cond.get("type") == "PodScheduled" and cond.get("status") == "False"
@@ -81,7 +107,7 @@ def failed_container(pods: Iterable[Mapping[str, Any]]) -> tuple[str, str] | Non
             state = cs.get("state") or {}
             terminated = state.get("terminated") or (cs.get("lastState") or {}).get("terminated") or {}
             if terminated and terminated.get("exitCode", 0) != 0:
-                return (pod.get("metadata") or {}).get("name", ""), cs.get("name", "")
+                return meta(pod).name, cs.get("name", "")
     return None
 
 

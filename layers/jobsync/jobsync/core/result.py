@@ -30,22 +30,20 @@ The message becomes a value by :func:`parse_message`: JSON when it is JSON,
 else its text, bounded (see there). Only the job's own pods count
 (``jobsync.run.pods``: their controller reference leads to the job), never a
 pod that merely carries its labels. Reading it never fails a run: a pod that
-is gone gives None, and so does a failure to list the pods (logged).
+is gone gives None, and so does a failure to list the pods (the look logs it,
+``jobsync.core.verdict``).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jobsync.bodies import meta
 from jobsync.evaluation.kinds import KindSpec
-from jobsync.run.pods import JobPods, PodSource, job_pods, uid_of
-
-logger = logging.getLogger(__name__)
 
 # The kubelet's bound (MaxContainerTerminationMessageLength); a message past it did not come from a kubelet.
 MAX_RESULT_BYTES = 4096
@@ -151,7 +149,7 @@ def _has_surrogate(text: str) -> bool:
 
 
 def _labels(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (pod.get("metadata") or {}).get("labels") or {}
+    return meta(pod).labels
 
 
 def _index(pod: Mapping[str, Any], label: str) -> str:
@@ -163,7 +161,7 @@ def _latest_first(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
     def key(pod: Mapping[str, Any]) -> tuple[bool, str]:
         succeeded = (pod.get("status") or {}).get("phase") == "Succeeded"
-        return succeeded, str((pod.get("metadata") or {}).get("creationTimestamp") or "")
+        return succeeded, str(meta(pod).creation_timestamp or "")
 
     return sorted(pods, key=key, reverse=True)
 
@@ -262,51 +260,3 @@ def from_status(obj: Mapping[str, Any]) -> Any:
     if metrics:
         out["metrics"] = metrics
     return out or None
-
-
-# --------------------------------------------------------------------------- the one entry point
-
-
-def owned_pods(spec: KindSpec, obj: Mapping[str, Any], namespace: str, name: str, cluster: PodSource) -> JobPods | None:
-    """The job's own pods (``jobsync.run.pods``); None when the kind has none, or when they could not be
-    read (a warning: the result is a bonus, it never turns a verdict into an error)."""
-    try:
-        return job_pods(spec, namespace, name, uid_of(obj), cluster)
-    except Exception as exc:
-        _not_read(spec, namespace, name, exc)
-        return None
-
-
-def job_result(
-    spec: KindSpec,
-    obj: Mapping[str, Any],
-    namespace: str,
-    name: str,
-    cluster: PodSource,
-    pods: list[dict[str, Any]] | None = None,
-) -> Any:
-    """A job's result as the loop state carries it; never raises.
-
-    ``pods`` are the job's own pods when the caller read them already (the
-    diagnostics of a failed job): no second LIST. Otherwise a kind with pods
-    costs one LIST (``owned_pods``: only the pods the job owns count, never
-    another's that carries its labels); a kind without (SageMaker) none. A
-    LIST that fails gives None and a warning: the job's verdict stands.
-    """
-    try:
-        if spec.pod_selector(name) is None:
-            return from_status(obj)
-        if pods is None:
-            found = job_pods(spec, namespace, name, uid_of(obj), cluster)
-            pods = found.pods if found is not None else []
-        return from_pods(spec, pods)
-    except Exception as exc:  # the result is a bonus: it never turns a verdict into an error
-        _not_read(spec, namespace, name, exc)
-        return None
-
-
-def _not_read(spec: KindSpec, namespace: str, name: str, exc: Exception) -> None:
-    logger.warning(
-        "job result not read; the result is null",
-        extra={"kind": spec.kind, "job": f"{namespace}/{name}", "error": type(exc).__name__},
-    )

@@ -46,9 +46,10 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from jobsync import clock
+from jobsync.bodies import meta
 from jobsync.core.diagnostics import MAX_MESSAGE, UNSCHEDULABLE
-from jobsync.run.inputs import LoopState
-from jobsync.settings import Settings
+from jobsync.core.state import LoopState, seconds
+from jobsync.settings import Settings, StartSettings
 
 WAITING_FOR_CAPACITY = "WaitingForCapacity"
 NEVER_SCHEDULABLE = "NeverSchedulable"
@@ -101,7 +102,7 @@ GRACE_SETTINGS = {
 }
 
 
-def grace_seconds(grace: Grace, settings: Settings) -> int:
+def grace_seconds(grace: Grace, settings: Settings | StartSettings) -> int:
     return int(getattr(settings, GRACE_SETTINGS[grace]))
 
 
@@ -149,7 +150,7 @@ def event_time(event: Mapping[str, Any]) -> float:
 
 def pod_events(events: Iterable[Mapping[str, Any]], pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The events of this very pod (an earlier pod of the same name has another uid), oldest first."""
-    uid = (pod.get("metadata") or {}).get("uid")
+    uid = meta(pod).uid
     own = [e for e in events if not uid or (e.get("involvedObject") or {}).get("uid") in (None, "", uid)]
     return sorted(own, key=event_time)  # stable: the API's order breaks ties
 
@@ -303,6 +304,8 @@ class Judgement:
 
 
 class EventSource(Protocol):
+    """Where a stuck pod's events come from: what the look read (``jobsync.core.verdict.Observation``)."""
+
     def list_events(self, namespace: str, pod: str) -> list[dict[str, Any]]: ...
 
 
@@ -311,10 +314,10 @@ def judge(
     pods: Iterable[Mapping[str, Any]],
     state: LoopState,
     now: float,
-    cluster: EventSource,
+    source: EventSource,
     settings: Settings,
 ) -> Judgement:
-    """The stuck pod of ``finding`` judged: its reason, message and grace; one LIST of its events when they decide.
+    """The stuck pod of ``finding`` judged: its reason, message, grace; its events (``source``) only where they decide.
 
     The pod's events are read when it is Unschedulable (only they say whether
     capacity is coming), and for an image error whose message names no cause
@@ -325,18 +328,18 @@ def judge(
     """
     name, reason = str(finding["pod"]), str(finding["reason"])
     events_from: float | None = None
-    pod = next((p for p in pods if (p.get("metadata") or {}).get("name") == name), {})
-    previous = clock.parse(state.stuckSince) if state.stuckSince else None
+    pod = next((p for p in pods if meta(p).name == name), {})
+    previous = seconds(state.stuckSince) if state.stuckSince else None
     started = clock.parse(str((pod.get("status") or {}).get("startTime") or ""))
     # Since when the kubelet pulls: the pod's start, never before the submission (a skewed clock).
-    pulling_since = min(now, max(started, clock.parse(state.submittedAt) or now)) if started is not None else now
+    pulling_since = min(now, max(started, seconds(state.submittedAt))) if started is not None else now
 
     def since_for(stuck_reason: str) -> float:
         same = previous is not None and timer_class(state.reason) == timer_class(stuck_reason)
         return previous if same and previous is not None else now
 
     if reason == UNSCHEDULABLE:
-        events = pod_events(cluster.list_events(state.job.namespace, name), pod)
+        events = pod_events(source.list_events(state.job.namespace, name), pod)
         stuck = unschedulable(name, str(finding.get("message") or ""), events)
     elif reason in IMAGE_REASONS:
         whole = waiting_message(pod, finding.get("container"))
@@ -344,7 +347,7 @@ def judge(
         pulling = min(since_for(reason), pulling_since)
         undecided = stuck.grace == Grace.STUCK and names_no_cause(whole or stuck.message)
         if undecided and now - pulling >= settings.image_error_grace_seconds:
-            events = pod_events(cluster.list_events(state.job.namespace, name), pod)
+            events = pod_events(source.list_events(state.job.namespace, name), pod)
             stuck = image_error(finding, events, message=whole)
         elif undecided:
             events_from = pulling + settings.image_error_grace_seconds

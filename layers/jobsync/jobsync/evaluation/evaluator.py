@@ -17,7 +17,7 @@ from typing import Any
 from jobsync.errors import EvaluationError
 from jobsync.evaluation import kinds
 from jobsync.evaluation.conditions import timestamp_text
-from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
+from jobsync.evaluation.phase import Evaluation, Phase
 
 
 def evaluate(obj: Any) -> Evaluation:
@@ -124,16 +124,16 @@ def list_kind_of(event: Any) -> str:
 def not_found(kind: str = "") -> dict[str, Any]:
     """The answer for a job that does not exist, shaped like ``Evaluation.to_dict()``.
 
-    NOT_FOUND is not a ``Phase`` (the evaluator never sees such a job), but
+    NOT_FOUND is no phase the evaluator gives (it never sees such a job), but
     it ends the loop like one (docs/phases.md).
     """
     return {
-        "phase": str(LoopPhase.NOT_FOUND),
+        "phase": str(Phase.NOT_FOUND),
         "reason": "NotFound",
         "message": "the list returned no object: the job does not exist",
         "since": None,
         "kind": kind,
-        "terminal": True,
+        "terminal": Phase.NOT_FOUND.terminal,
     }
 
 
