@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from bench.simulate import Policy, Prices, evaluate_policy
+from bench.prices import Prices
+from bench.simulate import Policy, evaluate_policy
 from bench.statemachine import CostModel
 from bench.workload import Job
 from jobsync.core import wait as jobsync_policy

@@ -11,9 +11,8 @@ import pytest
 
 from bench import report
 from bench.__main__ import Config, run
+from bench.prices import BilledDuration, LambdaAssumptions
 from bench.simulate import (
-    BilledDuration,
-    LambdaAssumptions,
     Policy,
     _fixed_poll_times,
     policy_settings,
