@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jobsync.bodies import meta
+from jobsync.bodies import conditions, meta
 
 # Waiting reasons that mean the pod will not start without someone acting.
 STUCK_WAITING = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError"})
@@ -62,10 +62,10 @@ def pod_findings(pods: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for pod in pods:
         name = meta(pod).name or "?"
         status = pod.get("status") or {}
-        for cond in status.get("conditions") or []:
-            unscheduled = cond.get("type") == "PodScheduled" and cond.get("status") == "False"
-            if unscheduled and cond.get("reason") == UNSCHEDULABLE:
-                findings.append({"pod": name, "reason": UNSCHEDULABLE, "message": _short(cond.get("message"))})
+        for cond in conditions(status):
+            unscheduled = cond.type == "PodScheduled" and cond.status == "False"
+            if unscheduled and cond.reason == UNSCHEDULABLE:
+                findings.append({"pod": name, "reason": UNSCHEDULABLE, "message": _short(cond.message)})
         for cs in _container_statuses(pod):
             state = cs.get("state") or {}
             waiting = state.get("waiting") or {}
