@@ -19,7 +19,7 @@ from jobsync.core.diagnostics import JobPods
 from jobsync.core.ours import job_labels
 from jobsync.core.outcome import Phase
 from jobsync.core.state import LoopState, seconds
-from jobsync.core.step import Observation, Read, Step, begin, step
+from jobsync.core.step import Read, Step, begin, decide, step
 from jobsync.core.wait import watch_hold
 from jobsync.errors import NotOurJob
 from jobsync.settings import Settings
@@ -98,30 +98,28 @@ class World:
 
     obj: dict | None
     again: dict | None = None
-    pods: list[dict] | None = None
+    pods: list[dict] | None = None  # None: the LIST fails
     events: list[dict] = field(default_factory=list)
     log: str = "Traceback: boom\n"
     asked: list[str] = field(default_factory=list)
 
-    def answer(self, read: Read, seen: Observation) -> Observation:
+    def answer(self, read: Read) -> Any:
         self.asked.append(read.what)
         if read.what == "again":
-            return Observation(self.again, looked_again=True, watched=seen.watched)
+            return self.again
         if read.what == "pods":
             if self.pods is None:
-                return Observation(seen.obj, pods_unreadable=True)
-            return Observation(seen.obj, pods=JobPods(list(self.pods)))
+                assert read.tolerant, "only a tolerant read may fail and leave the verdict standing"
+                return None
+            return JobPods(list(self.pods))
         if read.what == "events":
-            return Observation(seen.obj, pods=seen.pods, events={read.pod: self.events})
-        return Observation(seen.obj, pods=seen.pods, events=seen.events, logs={(read.pod, read.container): self.log})
+            return self.events
+        return self.log
 
 
-def decide(world: World, at: float, loop: LoopState | None = None, settings: Settings = SETTINGS) -> Step:
-    """The core asked until it decides, each read answered from ``world``: as a look drives it, minus the I/O."""
-    seen = Observation(world.obj)
-    while isinstance(decided := step(loop or state(), seen, T0 + at, settings), Read):
-        seen = world.answer(decided, seen)
-    return decided
+def look(world: World, at: float, loop: LoopState | None = None, settings: Settings = SETTINGS) -> Step:
+    """The core's one pass, each read it asks for answered from ``world``: as a look drives it, minus the I/O."""
+    return decide(step(loop or state(), world.obj, T0 + at, settings), world.answer)
 
 
 # (id, world, seconds since submission, loop state overrides, phase, reason, reads asked)
@@ -160,7 +158,7 @@ ROWS = [
     ("world", "at", "loop", "phase", "reason", "reads"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS]
 )
 def test_one_look_decides(world, at, loop, phase, reason, reads):
-    decided = decide(world, at, state(**loop))
+    decided = look(world, at, state(**loop))
     new = decided.state
     assert (new.phase, new.reason) == (phase, reason)
     assert world.asked == reads
@@ -170,36 +168,36 @@ def test_one_look_decides(world, at, loop, phase, reason, reads):
 
 
 def test_a_look_that_ends_the_run_keeps_what_the_pods_said():
-    failed = decide(World(job("Created", "Failed"), pods=[pod(exit_code=1)]), 900, state(phase="RUNNING")).state
+    failed = look(World(job("Created", "Failed"), pods=[pod(exit_code=1)]), 900, state(phase="RUNNING")).state
     assert failed.logTail == "Traceback: boom\n" and failed.result == {"loss": 9}
     assert failed.diagnostics and failed.diagnostics[0]["exitCode"] == 1
-    unreadable = decide(World(job("Created", "Succeeded"), pods=None), 900, state(phase="RUNNING")).state
+    unreadable = look(World(job("Created", "Succeeded"), pods=None), 900, state(phase="RUNNING")).state
     assert unreadable.result is None and unreadable.diagnostics == []
 
 
 def test_a_stuck_pod_is_timed_and_the_next_look_comes_when_it_could_be_failed():
     world = World(job("Created"), pods=[UNSCHEDULABLE_POD], events=[SCALE_UP])
     callback = Settings(completion_mode="callback")
-    waiting = decide(world, 200, settings=callback).state
+    waiting = look(world, 200, settings=callback).state
     assert seconds(waiting.stuckSince) == T0 + 200
     # Waiting for capacity: 6 h of grace, so the pace (the shortest grace, 120 s, and its jitter) decides.
     assert 120 <= waiting.waitSeconds <= 132
-    fine = decide(World(job("Created"), pods=[pod()]), 400, waiting, callback).state
+    fine = look(World(job("Created"), pods=[pod()]), 400, waiting, callback).state
     assert fine.stuckSince is None  # the pods were checked and none is stuck any more
 
 
 def test_a_job_that_is_not_ours_is_read_no_further():
     world = World(job("Created", "Failed", labels={"jobsync.io/execution": "someone-else"}), pods=[pod(exit_code=1)])
     with pytest.raises(NotOurJob):
-        decide(world, 900)
+        look(world, 900)
     assert world.asked == []
 
 
 def test_the_phase_since_and_times_follow_the_job():
-    running = decide(World(job("Created", "Running")), 600, state()).state
+    running = look(World(job("Created", "Running")), 600, state()).state
     assert running.phase == Phase.RUNNING and seconds(running.phaseSince) == T0 + 600
     assert seconds(running.startedAt) == T0 + 60 and running.timesFrom == {"startedAt": "job"}
-    again = decide(World(job("Created", "Running")), 900, running).state
+    again = look(World(job("Created", "Running")), 900, running).state
     assert again.phaseSince == running.phaseSince and again.polls == 2
 
 
@@ -207,7 +205,7 @@ def test_a_status_time_that_is_no_time_is_not_kept():
     garbled = job("Created", status={"startTime": "not a time"})
     garbled["apiVersion"], garbled["kind"] = "batch/v1", "Job"
     loop = state(job={**REF, "apiVersion": "batch/v1", "kind": "Job"}, phase="RUNNING")
-    new = decide(World(garbled, pods=[]), 600, loop, Settings(allowed_kinds="batch/v1/Job")).state
+    new = look(World(garbled, pods=[]), 600, loop, Settings(allowed_kinds="batch/v1/Job")).state
     assert new.startedAt is None or new.timesFrom.get("startedAt") == "polls"
     LoopState.model_validate(new.payload())  # the next look can read what this one wrote
 

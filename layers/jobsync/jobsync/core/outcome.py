@@ -3,7 +3,7 @@
 ``Phase`` is what the evaluator answers (PENDING to UNKNOWN), what only the
 loop can see (NOT_FOUND: the job is gone; TIMED_OUT: its deadline passed),
 and what the state machine's Catch sets when a step failed for good (ERROR).
-Each phase carries its outcome (``OUTCOMES``): whether it ends the loop (the
+Each phase carries its outcome (its row in ``Phase``): whether it ends the loop (the
 state machine's IsDone reads the loop state's ``terminal``), the error name
 the execution fails with (its ``Outcome`` state), and the exit code the
 command line gives for it. Everything else reads them from here: the
@@ -28,41 +28,35 @@ EXIT_RUNNING = 8  # the execution has not ended
 
 
 class Phase(StrEnum):
-    """Where a job is, in one word."""
+    """Where a job is, in one word; each with its outcome: the table below, one row a phase."""
 
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    SUSPENDED = "SUSPENDED"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"
-    UNKNOWN = "UNKNOWN"
-    NOT_FOUND = "NOT_FOUND"
-    TIMED_OUT = "TIMED_OUT"
-    ERROR = "ERROR"
+    terminal: bool  # the loop ends in this phase
+    error_name: str | None  # the Error an execution that ends in it fails with (None: it succeeds, or a step's own)
+    exit_code: int  # jobsync run's and jobsync status's
+    evaluated: bool  # the evaluator may answer it (else: the loop's NOT_FOUND, TIMED_OUT; the Catch's ERROR)
+
+    def __new__(cls, word: str, terminal: bool, error_name: str | None, exit_code: int, evaluated: bool) -> Phase:
+        phase = str.__new__(cls, word)
+        phase._value_ = word
+        phase.terminal, phase.error_name, phase.exit_code, phase.evaluated = terminal, error_name, exit_code, evaluated
+        return phase
+
+    # word          terminal  error name     exit code           evaluated
+    PENDING = "PENDING", False, None, EXIT_RUNNING, True
+    RUNNING = "RUNNING", False, None, EXIT_RUNNING, True
+    SUSPENDED = "SUSPENDED", False, None, EXIT_RUNNING, True
+    SUCCEEDED = "SUCCEEDED", True, None, EXIT_SUCCEEDED, True
+    FAILED = "FAILED", True, "JobFailed", EXIT_JOB_FAILED, True
+    STOPPED = "STOPPED", True, "JobStopped", EXIT_JOB_STOPPED, True
+    UNKNOWN = "UNKNOWN", False, None, EXIT_RUNNING, True
+    NOT_FOUND = "NOT_FOUND", True, "JobNotFound", EXIT_JOB_NOT_FOUND, False
+    TIMED_OUT = "TIMED_OUT", True, "JobTimedOut", EXIT_JOB_TIMED_OUT, False
+    # A step failed for good: the execution fails with that step's own error (the definition's StepFailed).
+    ERROR = "ERROR", True, None, EXIT_OTHER_ERROR, False
 
     @property
     def outcome(self) -> Outcome:
-        return OUTCOMES[self]
-
-    @property
-    def terminal(self) -> bool:
-        """The loop ends in this phase."""
-        return self.outcome.terminal
-
-    @property
-    def error_name(self) -> str | None:
-        """The ``Error`` an execution that ends in this phase fails with (None: it succeeds, or a step's own)."""
-        return self.outcome.error_name
-
-    @property
-    def exit_code(self) -> int:
-        return self.outcome.exit_code
-
-    @property
-    def evaluated(self) -> bool:
-        """The evaluator may answer it; the others come from the loop (NOT_FOUND, TIMED_OUT) or its Catch (ERROR)."""
-        return self.outcome.evaluated
+        return Outcome(self.terminal, self.error_name, self.exit_code, self.evaluated)
 
     @property
     def runs(self) -> bool:
@@ -80,21 +74,7 @@ class Outcome:
     evaluated: bool = True
 
 
-_GOES_ON = Outcome(terminal=False, error_name=None, exit_code=EXIT_RUNNING)
-
-OUTCOMES: dict[Phase, Outcome] = {
-    Phase.PENDING: _GOES_ON,
-    Phase.RUNNING: _GOES_ON,
-    Phase.SUSPENDED: _GOES_ON,
-    Phase.UNKNOWN: _GOES_ON,
-    Phase.SUCCEEDED: Outcome(terminal=True, error_name=None, exit_code=EXIT_SUCCEEDED),
-    Phase.FAILED: Outcome(terminal=True, error_name="JobFailed", exit_code=EXIT_JOB_FAILED),
-    Phase.STOPPED: Outcome(terminal=True, error_name="JobStopped", exit_code=EXIT_JOB_STOPPED),
-    Phase.NOT_FOUND: Outcome(terminal=True, error_name="JobNotFound", exit_code=EXIT_JOB_NOT_FOUND, evaluated=False),
-    Phase.TIMED_OUT: Outcome(terminal=True, error_name="JobTimedOut", exit_code=EXIT_JOB_TIMED_OUT, evaluated=False),
-    # A step failed for good: the execution fails with that step's own error (the definition's StepFailed).
-    Phase.ERROR: Outcome(terminal=True, error_name=None, exit_code=EXIT_OTHER_ERROR, evaluated=False),
-}
+OUTCOMES: dict[Phase, Outcome] = {phase: phase.outcome for phase in Phase}
 
 # The phases the evaluator may answer, and those that end the loop.
 EVALUATED = frozenset(p for p in Phase if p.evaluated)

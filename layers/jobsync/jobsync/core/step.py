@@ -3,26 +3,28 @@
 ``step`` is the whole decision of a look, in every completion mode and for
 every caller (the Status and Await Lambdas, through ``jobsync.run.poll``):
 the verdict (``jobsync.core.verdict``), the times the state keeps, and the
-wait until the next look (``jobsync.core.wait``). It reads nothing: when the
-verdict needs more than the look read, it answers with the ``Read`` it needs
-instead, and the look reads it and asks again. ``begin`` is the same for the
-state Submit returns.
+wait until the next look (``jobsync.core.wait``), in one pass. It reads
+nothing: it is a generator that starts from the job as the look read it,
+yields each further ``Read`` the verdict needs (the pods, a stuck pod's
+events, a log) and is sent what was read; it returns the ``Step``. ``decide``
+runs it with a function that answers the reads. ``begin`` is the same for
+the state Submit returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from jobsync.core.outcome import Outcome, Phase
 from jobsync.core.state import CleanupMode, JobRef, LoopState, instant, text_instant
-from jobsync.core.verdict import Observation, Read, Unread, Verdict, judge
+from jobsync.core.verdict import Read, Verdict, judge
 from jobsync.core.wait import Starting, with_next_wait
 from jobsync.evaluation import evaluate
 from jobsync.settings import Settings
 
-__all__ = ["Observation", "Read", "Step", "begin", "step"]
+__all__ = ["Looking", "Read", "Step", "begin", "decide", "step"]
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,17 @@ class Step:
         return self.state.phase.outcome
 
 
-def step(state: LoopState, seen: Observation, now: float, settings: Settings) -> Step | Read:
-    """The next state after a look that saw ``seen`` at ``now``; or the ``Read`` the verdict needs first."""
-    try:
-        verdict = judge(state, seen, now, settings)
-    except Unread as unread:
-        return unread.read
+Looking = Generator[Read, Any, Step]
+
+
+def step(
+    state: LoopState, obj: Mapping[str, Any] | None, now: float, settings: Settings, watched: float = 0.0
+) -> Looking:
+    """The next state after a look that saw ``obj`` (None: the API did not show it) at ``now``.
+
+    ``watched``: the seconds a watch held the look (watch mode). Yields the reads the verdict needs.
+    """
+    verdict = yield from judge(state, obj, now, settings)
     phase = verdict.phase
     update: dict[str, Any] = {
         "polls": state.polls + 1,
@@ -62,7 +69,18 @@ def step(state: LoopState, seen: Observation, now: float, settings: Settings) ->
         update["stuckSince"] = instant(verdict.stuck_since) if verdict.stuck_since is not None else None
     update |= _times(state, phase, verdict, now)
     starting = Starting(visible=verdict.visible, reconciled=verdict.reconciled, stuck_until=verdict.stuck_until)
-    return Step(with_next_wait(state.model_copy(update=update), now, settings, seen.watched, starting=starting))
+    return Step(with_next_wait(state.model_copy(update=update), now, settings, watched, starting=starting))
+
+
+def decide(looking: Looking, answer: Callable[[Read], Any]) -> Step:
+    """Run a look's decision to its end, each read answered by ``answer``."""
+    try:
+        read = next(looking)
+        while True:
+            read = looking.send(answer(read))
+    except StopIteration as done:
+        decided: Step = done.value
+        return decided
 
 
 def begin(

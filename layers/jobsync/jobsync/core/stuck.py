@@ -40,7 +40,7 @@ events and pods as the API returns them, plain dicts.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -304,9 +304,13 @@ class Judgement:
 
 
 class EventSource(Protocol):
-    """Where a stuck pod's events come from: what the look read (``jobsync.core.verdict.Observation``)."""
+    """Where a stuck pod's events come from (a cluster: ``jobsync.run.loop.Cluster``)."""
 
     def list_events(self, namespace: str, pod: str) -> list[dict[str, Any]]: ...
+
+
+# Judging a stuck pod may need its events: it yields the pod's name, and is sent the events.
+Judging = Generator[str, list[dict[str, Any]], Judgement]
 
 
 def judge(
@@ -317,14 +321,34 @@ def judge(
     source: EventSource,
     settings: Settings,
 ) -> Judgement:
-    """The stuck pod of ``finding`` judged: its reason, message, grace; its events (``source``) only where they decide.
+    """``judging``, its events read from ``source`` when it asks for them."""
+    steps = judging(finding, list(pods), state, now, settings)
+    try:
+        pod = next(steps)
+        while True:
+            pod = steps.send(source.list_events(state.job.namespace, pod))
+    except StopIteration as done:
+        judged: Judgement = done.value
+        return judged
+
+
+def judging(
+    finding: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    state: LoopState,
+    now: float,
+    settings: Settings,
+) -> Judging:
+    """The stuck pod of ``finding`` judged: its reason, message, grace; its events (asked for by the pod's name,
+    yielded) only where they decide.
 
     The pod's events are read when it is Unschedulable (only they say whether
     capacity is coming), and for an image error whose message names no cause
     once the pod has pulled for the image error grace (only then could they
-    shorten the wait; until then ``events_from`` says when). The timer is the state's ``stuckSince``, started again when
-    the timer class changes (``timer_class``); a pull error that can never
-    heal counts from the pod's start, when the kubelet began pulling.
+    shorten the wait; until then ``events_from`` says when). The timer is the
+    state's ``stuckSince``, started again when the timer class changes
+    (``timer_class``); a pull error that can never heal counts from the pod's
+    start, when the kubelet began pulling.
     """
     name, reason = str(finding["pod"]), str(finding["reason"])
     events_from: float | None = None
@@ -339,7 +363,7 @@ def judge(
         return previous if same and previous is not None else now
 
     if reason == UNSCHEDULABLE:
-        events = pod_events(source.list_events(state.job.namespace, name), pod)
+        events = pod_events((yield name), pod)
         stuck = unschedulable(name, str(finding.get("message") or ""), events)
     elif reason in IMAGE_REASONS:
         whole = waiting_message(pod, finding.get("container"))
@@ -347,7 +371,7 @@ def judge(
         pulling = min(since_for(reason), pulling_since)
         undecided = stuck.grace == Grace.STUCK and names_no_cause(whole or stuck.message)
         if undecided and now - pulling >= settings.image_error_grace_seconds:
-            events = pod_events(source.list_events(state.job.namespace, name), pod)
+            events = pod_events((yield name), pod)
             stuck = image_error(finding, events, message=whole)
         elif undecided:
             events_from = pulling + settings.image_error_grace_seconds

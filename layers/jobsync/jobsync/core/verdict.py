@@ -14,19 +14,21 @@ only a look with the run's state and the time can decide:
 * and what the pods say of it: findings, the failed container's log tail, the
   ``result`` of a job that ended (``jobsync.core.result``).
 
-Nothing here reads the cluster. What a look read is its ``Observation``; when
-the verdict needs more (the pods, a stuck pod's events, a failed container's
-log, a second GET) it raises ``Unread`` with the ``Read`` it needs, and the
-look (``jobsync.run.poll``) reads it and asks again. The reads are the ones the
-verdict needs and no more, in the order it needs them.
+Nothing here reads the cluster. The verdict is a generator, one pass: given
+the job as a look read it, it yields each further ``Read`` it needs (a second
+GET of a missing job, the job's own pods, a stuck pod's events, a failed
+container's log) and is sent what was read, then returns the ``Verdict``. The
+reads are the ones the verdict needs and no more, in the order it needs them;
+``jobsync.run.poll`` answers them from the cluster, the tests from a table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from jobsync.bodies import meta
 from jobsync.core import diagnostics, result, stuck
 from jobsync.core.diagnostics import JobPods
 from jobsync.core.ours import allowed_spec, ensure_ours, not_ours
@@ -41,66 +43,26 @@ from jobsync.settings import Settings
 
 @dataclass(frozen=True)
 class Read:
-    """What a look must read before the verdict can be given.
+    """What a look must read before the verdict can be given, and what it is answered with.
 
-    ``again``: the job once more (the API did not show it); ``pods``: the job's
-    own pods (``tolerant``: a failure to read them leaves the verdict as it is,
-    without a result); ``events``: a stuck pod's events; ``log``: a failed
-    container's log tail.
+    ``again``: the job once more (the API did not show it): the object, or None;
+    ``pods``: the job's own pods (``JobPods``; ``tolerant``: a failure to read
+    them is answered None, and the verdict stands without a result);
+    ``events``: a stuck pod's events (a list); ``log``: a failed container's
+    log tail (text).
     """
 
     what: Literal["again", "pods", "events", "log"]
     pod: str = ""
     container: str = ""
     tolerant: bool = False
+    uid: str = ""  # the job's, whose pods are read
 
 
-class Unread(Exception):
-    """The verdict needs ``read`` first."""
-
-    def __init__(self, read: Read) -> None:
-        super().__init__(read.what)
-        self.read = read
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What one look read of the job; a part not read (yet) is None or absent.
-
-    ``obj`` is the job as the API last showed it (None: not shown);
-    ``looked_again``: a missing job was asked for a second time; ``watched``:
-    the seconds a watch held the look (watch mode); ``pods``: the job's own
-    pods, and the labelled pods it does not own (``pods_unreadable`` when a
-    tolerant read failed); ``events``: the events of each stuck pod read, by
-    pod name; ``logs``: the log tail read, by (pod, container).
-    """
-
-    obj: Mapping[str, Any] | None
-    looked_again: bool = False
-    watched: float = 0.0
-    pods: JobPods | None = None
-    pods_unreadable: bool = False
-    events: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
-    logs: Mapping[tuple[str, str], str] = field(default_factory=dict)
-
-    def job_pods(self, tolerant: bool = False) -> JobPods | None:
-        """The job's own pods; None only after a tolerant read failed. Raises Unread until they are read."""
-        if self.pods is not None:
-            return self.pods
-        if self.pods_unreadable and tolerant:
-            return None
-        raise Unread(Read("pods", tolerant=tolerant))
-
-    def list_events(self, namespace: str, pod: str) -> list[dict[str, Any]]:
-        """The events of ``pod`` (``jobsync.core.stuck.EventSource``); raises Unread until they are read."""
-        if pod not in self.events:
-            raise Unread(Read("events", pod=pod))
-        return [dict(event) for event in self.events[pod]]
-
-    def log(self, pod: str, container: str) -> str:
-        if (pod, container) not in self.logs:
-            raise Unread(Read("log", pod=pod, container=container))
-        return self.logs[(pod, container)]
+# What a read answers: the job (again), the job's own pods (None after a tolerant read failed), a pod's
+# events, a log. ``Deciding`` is the verdict's generator: it yields reads, is sent their answers.
+Answer = Any
+Deciding = Generator[Read, Answer, "Verdict"]
 
 
 @dataclass(frozen=True)
@@ -127,16 +89,17 @@ class Verdict:
     reconciled: bool = True
 
 
-def judge(state: LoopState, seen: Observation, now: float, settings: Settings) -> Verdict:
-    """The verdict on ``state``'s job as ``seen`` at ``now`` (see the module docstring); raises Unread for a read."""
+def judge(
+    state: LoopState, obj: Mapping[str, Any] | None, now: float, settings: Settings, looked_again: bool = False
+) -> Deciding:
+    """The verdict on ``state``'s job as a look saw it (``obj``, None: not shown) at ``now``; yields its reads."""
     spec = allowed_spec(state.job, settings)
     starts = settings.starts
     since_submit = now - seconds(state.submittedAt)
-    obj = seen.obj
-    if obj is None and since_submit >= starts.not_found_grace_seconds and not seen.looked_again:
+    if obj is None and since_submit >= starts.not_found_grace_seconds and not looked_again:
         # A disappearance ends the run: one answer must not decide it. A job that is really gone is
         # gone on the second look too.
-        raise Unread(Read("again"))
+        obj = yield Read("again")
     if obj is None and since_submit < starts.not_found_grace_seconds:
         message = "the API does not show the job yet"
         found = Verdict(Phase.PENDING, "NotVisibleYet", message, visible=False, reconciled=False)
@@ -146,7 +109,7 @@ def judge(state: LoopState, seen: Observation, now: float, settings: Settings) -
         found = Verdict(Phase.NOT_FOUND, "JobDeleted", message, visible=False, reconciled=False)
     else:
         ensure_ours(obj, state.job, state.execution)  # another's job: its pods and logs are never read
-        found = _explain(evaluate(obj), obj, spec, state, now, since_submit, seen, settings)
+        found = yield from _explain(evaluate(obj), obj, spec, state, now, since_submit, settings)
     if not found.phase.terminal and now >= seconds(state.deadline):
         message = f"the job was still {found.phase} at its deadline {rfc3339(state.deadline)}"
         return _replace(found, phase=Phase.TIMED_OUT, reason="DeadlineExceeded", message=message)
@@ -184,9 +147,8 @@ def _explain(
     state: LoopState,
     now: float,
     since_submit: float,
-    seen: Observation,
     settings: Settings,
-) -> Verdict:
+) -> Deciding:
     """The evaluator's verdict with what the pods say of it; a start that can never succeed ends as FAILED."""
     starts = settings.starts
     times = job_times(obj, verdict)
@@ -201,18 +163,18 @@ def _explain(
         # No pods in the cluster (SageMaker): the result is what the status carries.
         return _replace(base, result=result.from_status(obj) if ends else None)
     if verdict.phase == Phase.PENDING and since_submit > starts.diagnose_after_seconds:
-        return _stuck(verdict, base, obj, spec, state, now, seen, settings)
+        return (yield from _stuck(base, obj, spec, state, now, settings))
     if verdict.phase == Phase.FAILED:
-        found = _pods(seen)
+        found: JobPods = yield Read("pods", uid=meta(obj).uid)
         failed_container = diagnostics.failed_container(found.pods)
         log_tail = None
         if failed_container:
-            log = seen.log(*failed_container)
+            log = yield Read("log", pod=failed_container[0], container=failed_container[1])
             log_tail = diagnostics.tail(log, starts.log_tail_bytes) or None
         reported = diagnostics.pod_findings(found.pods) + found.notes()
         return _replace(base, diagnostics=reported, log_tail=log_tail, result=result.from_pods(spec, found.pods))
     if verdict.phase == Phase.SUCCEEDED:
-        read = seen.job_pods(tolerant=True)
+        read: JobPods | None = yield Read("pods", tolerant=True, uid=meta(obj).uid)
         if read is None:  # not read (logged): the verdict stands, without a result
             return base
         return _replace(base, diagnostics=read.notes(), result=result.from_pods(spec, read.pods))
@@ -220,23 +182,22 @@ def _explain(
 
 
 def _stuck(
-    verdict: Evaluation,
-    base: Verdict,
-    obj: Mapping[str, Any],
-    spec: KindSpec,
-    state: LoopState,
-    now: float,
-    seen: Observation,
-    settings: Settings,
-) -> Verdict:
+    base: Verdict, obj: Mapping[str, Any], spec: KindSpec, state: LoopState, now: float, settings: Settings
+) -> Deciding:
     """A pending job's pods: stuck past the grace of its kind of stuck (``jobsync.core.stuck``) is FAILED."""
-    found = _pods(seen)
+    found: JobPods = yield Read("pods", uid=meta(obj).uid)
     findings = diagnostics.pod_findings(found.pods)
     stuck_found = diagnostics.stuck_reason(findings)
     reported = findings + found.notes()
     if stuck_found is None:
         return _replace(base, diagnostics=reported, stuck_checked=True)
-    judged = stuck.judge(stuck_found, found.pods, state, now, seen, settings)
+    judging = stuck.judging(stuck_found, found.pods, state, now, settings)
+    try:
+        pod = next(judging)
+        while True:
+            pod = judging.send((yield Read("events", pod=pod)))
+    except StopIteration as done:
+        judged: stuck.Judgement = done.value
     if judged.expired(now):
         message = (
             f"pod {judged.stuck.pod} stuck for {int(now - judged.since)}s "
@@ -262,12 +223,6 @@ def _stuck(
         stuck_since=judged.since,
         stuck_until=judged.ends_at(),
     )
-
-
-def _pods(seen: Observation) -> JobPods:
-    found = seen.job_pods()
-    assert found is not None  # only a tolerant read may leave them unread
-    return found
 
 
 def _replace(verdict: Verdict, **changes: Any) -> Verdict:

@@ -3,15 +3,14 @@
 The look GETs the job (and in watch mode holds a watch on it until its phase
 changes), then hands what it read to ``step`` with the time; whatever else
 the verdict needs (a second GET of a missing job, the job's own pods, a stuck
-pod's events, a failed container's log) ``step`` asks for, and the look reads
-it and asks again. The decision is the core's; the reads are the look's.
+pod's events, a failed container's log) ``step`` asks for as it decides, and
+the look reads it. The decision is the core's, made once; the reads are the look's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import replace
 from typing import Any
 
 from jobsync import clock
@@ -19,7 +18,7 @@ from jobsync.bodies import meta
 from jobsync.core.diagnostics import JobPods
 from jobsync.core.ours import allowed_spec
 from jobsync.core.state import LoopState
-from jobsync.core.step import Observation, Read, Step, step
+from jobsync.core.step import Read, Step, decide, step
 from jobsync.core.wait import watch_hold
 from jobsync.errors import WatchExpired
 from jobsync.evaluation import evaluate
@@ -47,25 +46,18 @@ def look(state: LoopState, cluster: Cluster, settings: Settings) -> Step:
     watched = 0.0
     if obj is not None and settings.wait.watch_seconds:
         obj, watched = _watch_for_change(cluster, spec, state, obj, settings)
-    seen = Observation(obj, watched=watched)
-    now = clock.now()
-    while isinstance(decided := step(state, seen, now, settings), Read):
-        seen = _read(decided, seen, spec, state, cluster, settings)
-        if decided.what == "again":
-            now = clock.now()
-    return decided
+    looking = step(state, obj, clock.now(), settings, watched)
+    return decide(looking, lambda read: _read(read, spec, state, cluster, settings))
 
 
-def _read(
-    read: Read, seen: Observation, spec: KindSpec, state: LoopState, cluster: Cluster, settings: Settings
-) -> Observation:
-    """``seen`` with what ``read`` asks for read from the cluster."""
+def _read(read: Read, spec: KindSpec, state: LoopState, cluster: Cluster, settings: Settings) -> Any:
+    """What ``read`` asks for, from the cluster."""
     job = state.job
     if read.what == "again":
-        return replace(seen, obj=cluster.get(spec, job.namespace, job.name), looked_again=True)
+        return cluster.get(spec, job.namespace, job.name)
     if read.what == "pods":
         try:
-            found = pods.job_pods(spec, job.namespace, job.name, meta(seen.obj).uid, cluster)
+            found = pods.job_pods(spec, job.namespace, job.name, read.uid, cluster)
         except Exception as exc:
             if not read.tolerant:
                 raise
@@ -74,13 +66,11 @@ def _read(
                 "job result not read; the result is null",
                 extra={"kind": spec.kind, "job": f"{job.namespace}/{job.name}", "error": type(exc).__name__},
             )
-            return replace(seen, pods_unreadable=True)
-        return replace(seen, pods=found if found is not None else JobPods([]))
+            return None
+        return found if found is not None else JobPods([])
     if read.what == "events":
-        events = cluster.list_events(job.namespace, read.pod)
-        return replace(seen, events={**seen.events, read.pod: events})
-    log = cluster.read_log(job.namespace, read.pod, read.container, settings.starts.log_tail_bytes)
-    return replace(seen, logs={**seen.logs, (read.pod, read.container): log})
+        return cluster.list_events(job.namespace, read.pod)
+    return cluster.read_log(job.namespace, read.pod, read.container, settings.starts.log_tail_bytes)
 
 
 def _watch_for_change(
