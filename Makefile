@@ -24,9 +24,7 @@ $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 ## aws-sam-translator (its pydantic pin clashes with the layer's), so .venv-scan comes first.
 test: $(STAMP) $(SCAN_VENV)/.installed
 	$(BIN)/python -m pytest -q
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
+	$(MAKE) --no-print-directory lint
 
 ## The suite again with every clock the project reads moved four years ahead.
 test-future: $(STAMP) $(SCAN_VENV)/.installed
@@ -41,10 +39,12 @@ else
 	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
 endif
 
+## ruff, mypy --strict, and the import rules (lint-imports: [tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	PYTHONPATH=layers/jobsync:notifier:cli $(BIN)/lint-imports --no-cache
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
@@ -68,14 +68,14 @@ GROUP ?= jobsync
 
 ## The Kubernetes RBAC for a deployment: make rbac NAMESPACE=... KINDS=... [WATCH=1] [NOTIFIER=1] | kubectl apply -f -
 rbac: $(STAMP)
-	@PYTHONPATH=layers/jobsync $(BIN)/python -m jobsync rbac --namespace $(NAMESPACE) --kinds $(KINDS) --group $(GROUP) $(if $(WATCH),--watch) $(if $(NOTIFIER),--notifier)
+	@PYTHONPATH=layers/jobsync:cli $(BIN)/python -m jobsync_cli rbac --namespace $(NAMESPACE) --kinds $(KINDS) --group $(GROUP) $(if $(WATCH),--watch) $(if $(NOTIFIER),--notifier)
 
 ## pip install . into a fresh virtual environment, then run its jobsync command.
 package-check:
 	rm -rf build/package-check && $(PYTHON) -m venv build/package-check
 	build/package-check/bin/python -m pip install --quiet .
 	build/package-check/bin/jobsync evaluate events/evaluate-pytorchjob-succeeded-index5.json
-	rm -rf build/package-check layers/jobsync/*.egg-info
+	rm -rf build/package-check layers/jobsync/*.egg-info cli/*.egg-info
 
 $(SAM_VENV)/bin/sam:
 	$(PYTHON) -m venv $(SAM_VENV)

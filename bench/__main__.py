@@ -21,14 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.simulate import (
-    BilledDuration,
-    LambdaAssumptions,
-    Prices,
-    evaluate_all,
-    standard_policies,
-    with_event_latency,
-)
+from bench.prices import BilledDuration, LambdaAssumptions, Prices
+from bench.simulate import evaluate_all, standard_policies, with_event_latency
 from bench.statemachine import ROOT, cost_models
 from bench.workload import make_workload
 
@@ -93,6 +87,11 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
     progress(f"policies: simulating {len(jobs):,} jobs")
     results: dict[str, Any] = evaluate_all(policies, jobs, models, prices, cap_check=config.cap_check)
     results["end_to_end"] = e2e
+    if config.e2e_runs:
+        from bench import resume
+
+        progress("callback mode: what a job's end costs from the notifier's event on")
+        results["callback"]["resume"] = resume.measure()
     if config.crosscheck:
         from bench.crosscheck import crosscheck
 

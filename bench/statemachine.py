@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobsync.evaluation.phase import LoopPhase
+from jobsync.core.outcome import Phase
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBSYNC_DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
@@ -113,7 +113,7 @@ def _choose(state: dict[str, Any], phase: str) -> str:
         if "$type($states.input)" in condition:  # CheckInput: the benchmark's inputs are objects
             return str(rule["Next"])
         if "$states.input.terminal" in condition:  # jobsync's IsDone: the loop state's own verdict
-            if phase.upper() in LoopPhase.__members__ and LoopPhase(phase.upper()).terminal:
+            if phase.upper() in Phase.__members__ and Phase(phase.upper()).terminal:
                 return str(rule["Next"])
             continue
         if phase.upper() in {word.upper() for word in literals}:
@@ -145,11 +145,14 @@ def walk(definition: dict[str, Any], poll_state: str, phases: Sequence[str], ini
     in callback mode: a task that waits for a task token (``Await``) times out
     to its ``States.Timeout`` catcher while more than one phase is left, so the
     poll after it looks; the last phase comes with the notifier's event, which
-    resumes the task (SendTaskSuccess with the ended job's state) to its Next.
+    wakes the task (SendTaskSuccess with the loop state it stored, the job not
+    ended in it) to its Next; the execution then waits again, and that wait's
+    own look sees the end and resumes it to its Next (``jobsync.run.callback``).
     A definition without such a task (poll mode, the seed) only polls.
     """
     states = definition["States"]
     name, phase, left = definition["StartAt"], initial, list(phases)
+    woken = False
     path: list[str] = []
     for _ in range(100 * (len(phases) + 10)):
         state = states[name]
@@ -162,8 +165,10 @@ def walk(definition: dict[str, Any], poll_state: str, phases: Sequence[str], ini
             name = _choose(state, phase)
         elif _waits_for_token(state) and len(left) > 1:
             name = _timeout_catcher(state)
+        elif _waits_for_token(state) and not woken:
+            woken, name = True, state["Next"]  # the event's wake: the state it hands over has not ended
         elif _waits_for_token(state):
-            phase, name = left.pop(0), state["Next"]
+            phase, name = left.pop(0), state["Next"]  # the woken wait's look saw the end
         else:
             name = state["Next"]
     raise RuntimeError(f"no end state reached from {definition['StartAt']!r}: is the loop's exit reachable?")
@@ -177,17 +182,16 @@ def history_events(definition: dict[str, Any], path: Iterable[str]) -> int:
 
 
 def lambda_invocations(definition: dict[str, Any], path: Iterable[str]) -> int:
-    """The Lambda tasks entered, and the resume function once per task-token wait the event ended
-    (EventBridge invokes it, not the definition): such a wait went on to its Next, not to its timeout catcher."""
+    """The Lambda tasks entered, and the resume function once for the event that woke a task-token wait
+    (EventBridge invokes it, not the definition): the first such wait that went on to its Next, not to its
+    timeout catcher (the next one is resumed by its own look)."""
     states = definition["States"]
     names = list(path)
     tasks = sum(1 for name in names if str(states[name].get("Resource", "")).startswith(LAMBDA_RESOURCES))
-    resumes = sum(
-        1
-        for name, after in itertools.pairwise(names)
-        if _waits_for_token(states[name]) and after == states[name]["Next"]
+    woken = any(
+        _waits_for_token(states[name]) and after == states[name]["Next"] for name, after in itertools.pairwise(names)
     )
-    return tasks + resumes
+    return tasks + int(woken)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`python -m bench --sweep`: alternative WaitBounds and policy constants side by side.
 
-Runs the real jobsync.run.policy with module constants overridden for the duration
+Runs the real jobsync.core.wait with module constants overridden for the duration
 of each variant (bench.simulate.policy_constants); policy.py is never written.
 """
 
@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from bench.simulate import Policy, Prices, evaluate_policy
+from bench.prices import Prices
+from bench.simulate import Policy, evaluate_policy
 from bench.statemachine import CostModel
 from bench.workload import Job
-from jobsync.run import policy as jobsync_policy
-from jobsync.run.policy import WaitBounds
+from jobsync.core import wait as jobsync_policy
+from jobsync.core.wait import WaitBounds
 
 SHORT_CLASS = "10-30 min"
 

@@ -24,7 +24,7 @@ HINT_ERROR = 0.2  # the hint is the true duration times U(1 - e, 1 + e)
 # (configuration errors, out of memory); the rest fail uniformly over the run.
 FAIL_EVERY = 5
 EARLY_FRACTION = 0.1
-# Learned hints (jobsync.run.hints): a recurring job's family runs D x U(1 - v, 1 + v) each time, and the
+# Learned hints (jobsync.aws.hints): a recurring job's family runs D x U(1 - v, 1 + v) each time, and the
 # hint is the median of the family's last LEARNED_RUNS successful runs.
 FAMILY_SPREAD = 0.3
 LEARNED_RUNS = 5

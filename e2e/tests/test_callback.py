@@ -103,9 +103,12 @@ def test_a_job_that_ends_resumes_its_execution_through_the_notifiers_event(contr
 
         resumed = [c.result for c in calls(local, "jobsync-resume", arn) if c.result]
         assert [r["resumed"] for r in resumed].count(True) == 1, resumed
-        # The end came as the event: no Status poll, and no Await's own look, saw the job terminal.
+        # The end came as the event: it woke the execution, and the look it woke (the Await after the wake)
+        # saw the job terminal; no Status poll (a wait that timed out) did, nor any Await before the wake.
+        (woke,) = [c for c in calls(local, "jobsync-resume", arn) if (c.result or {}).get("resumed")]
         assert all(not (c.result or {}).get("terminal") for c in calls(local, "jobsync-status", arn))
-        assert all(not (c.result or {}).get("terminal") for c in calls(local, "jobsync-await", arn))
+        saw_the_end = [c for c in calls(local, "jobsync-await", arn) if (c.result or {}).get("terminal")]
+        assert len(saw_the_end) == 1 and saw_the_end[0].at >= woke.at, (saw_the_end, woke.at)
         assert published(local, name)[-1] == "SUCCEEDED", published(local, name)
 
         done = ended(control_plane, name)

@@ -15,7 +15,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from jobsync import runtime, tracing
-from jobsync.run.callback import TokenStore, arm
+from jobsync.aws.tokens import TokenStore
+from jobsync.run.callback import arm
 from jobsync.run.inputs import AwaitRequest, parse
 
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from jobsync import runtime, strict_json, tracing
+from jobsync.aws.executions import history_reader
 from jobsync.run import execution_events
 from jobsync.run.cleanup import cleanup
 from jobsync.run.inputs import CleanupRequest, parse
@@ -36,7 +37,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             runtime.cluster(),
             runtime.settings(),
             runtime.describe_execution,
-            execution_events.history_reader(runtime.stepfunctions()),
+            history_reader(runtime.stepfunctions()),
             runtime.cleanup_state_ran,
         )
     else:

@@ -26,7 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from jobsync import strict_json, tracing
 from jobsync.errors import EvaluationError, InvalidInput
-from jobsync.evaluation.verdict import evaluate_event
+from jobsync.evaluation.evaluator import evaluate_event
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

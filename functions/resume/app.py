@@ -1,9 +1,10 @@
-"""ResumeFunction: resumes the execution that waits for a job the notifier says has ended.
+"""ResumeFunction: wakes the execution that waits for a job the notifier says has ended.
 
 Invoked by the stack's EventBridge rule with a "Job Phase Changed" event of a
-terminal phase. Takes one ordinary poll (the verdict, diagnostics and log tail
-as poll mode gives them) and hands it to the waiting execution; an event for
-an execution that waits for nothing is a no-op, so duplicates are harmless.
+terminal phase (``jobsync.core.event``). Checks the claim with one GET of the
+job and wakes the waiting execution, whose next look gives the verdict
+(``jobsync.run.callback.resume``); an event for an execution that waits for
+nothing, or for a job that has not ended, is a no-op, so duplicates are harmless.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from jobsync import clock, runtime, tracing
-from jobsync.run.callback import TokenStore, resume
-from jobsync.run.inputs import PhaseChangedEvent, parse
+from jobsync.aws.tokens import TokenStore
+from jobsync.core.event import PhaseChanged
+from jobsync.run.callback import resume
+from jobsync.run.inputs import parse
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -28,9 +31,9 @@ metrics = Metrics()
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    change = parse(PhaseChangedEvent, event)
+    change: PhaseChanged = parse(PhaseChanged, event)
     store = TokenStore(runtime.table())
-    outcome = resume(change.detail, runtime.cluster(), runtime.settings(), store, runtime.stepfunctions())
+    outcome = resume(change, runtime.cluster(), runtime.settings(), store, runtime.stepfunctions())
     logger.info("job event", extra={"resumed": outcome.resumed, "why": outcome.why, "execution": change.execution})
     if outcome.resumed:
         metrics.add_metric(name="Resumed", unit=MetricUnit.Count, value=1)

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from jobsync import clock, runtime, strict_json, tracing
-from jobsync.run.inputs import LoopState, parse
+from jobsync import runtime, strict_json, tracing
+from jobsync.core.outcome import Phase
+from jobsync.core.state import LoopState, seconds
+from jobsync.run.inputs import parse
 from jobsync.run.poll import poll
 
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         extra={"job": new.job.name, "phase": new.phase, "reason": new.reason, "waitSeconds": new.waitSeconds},
     )
     metrics.add_metric(name="Polls", unit=MetricUnit.Count, value=1)
-    if new.phase == "SUCCEEDED":
+    if new.phase == Phase.SUCCEEDED:
         learn(new)
     if new.terminal:
         # One metric with a phase dimension, on its own so Polls keeps its dimensions.
@@ -40,17 +42,14 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             # How late jobsync learned of the end: the job's own finish to the poll that saw it.
             with single_metric(name="DetectionDelaySeconds", unit=MetricUnit.Seconds, value=delay) as late:
                 late.add_dimension(name="phase", value=new.phase)
-    return strict_json.checked(new.model_dump(exclude_none=True))
+    return strict_json.checked(new.payload())
 
 
 def detection_delay(state: LoopState) -> float | None:
     """noticedAt - finishedAt, when the job's status gave its finish (a poll's own time would say 0)."""
-    if state.timesFrom.get("finishedAt") != "job" or not state.finishedAt or not state.noticedAt:
+    if state.timesFrom.get("finishedAt") != "job" or state.finishedAt is None or state.noticedAt is None:
         return None
-    finished, noticed = clock.parse(state.finishedAt), clock.parse(state.noticedAt)
-    if finished is None or noticed is None:
-        return None
-    return max(0.0, noticed - finished)  # a cluster clock ahead of Lambda's is not a negative delay
+    return max(0.0, seconds(state.noticedAt) - seconds(state.finishedAt))  # a cluster clock ahead is no negative delay
 
 
 def learn(state: LoopState) -> None:

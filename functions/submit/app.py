@@ -26,4 +26,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     state = submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template, runtime.hints())
     logger.info("job submitted", extra={"job": state.job.model_dump(), "phase": state.phase})
     metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
-    return strict_json.checked(state.model_dump(exclude_none=True))
+    return strict_json.checked(state.payload())

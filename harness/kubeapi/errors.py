@@ -16,6 +16,15 @@ class ApiError(Exception):
         return status_body(self.code, self.reason, self.message, self.details)
 
 
+class PageNotFound(ApiError):
+    """A path no API serves: kube-apiserver's NotFoundHandler answers it as text, not as a Status."""
+
+    TEXT = b"404 page not found\n"
+
+    def __init__(self) -> None:
+        super().__init__(404, "NotFound", "404 page not found")
+
+
 def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
     body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message}
     body["reason"] = reason

@@ -7,7 +7,7 @@ import secrets
 from typing import Any
 
 from harness.kubeapi.crds import validate_schema
-from harness.kubeapi.errors import ApiError, invalid
+from harness.kubeapi.errors import ApiError, PageNotFound, invalid
 from harness.kubeapi.names import check_name, label_causes
 from harness.kubeapi.patch import json_patch, merge_patch
 from harness.kubeapi.routes import Obj, Route
@@ -35,7 +35,7 @@ class RestVerbs(Store):
 
     def _check_served(self, route: Route) -> None:
         if route.group and self.strict_resources and (route.group, route.plural) not in self._crds:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+            raise PageNotFound()  # as the real server answers it (e2e/tests/test_emulator_contract.py)
         if route.subresource not in (None, "status", "log"):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if route.subresource == "log" and (route.group or route.plural != "pods"):
@@ -177,6 +177,13 @@ class RestVerbs(Store):
                     "Conflict",
                     f"Precondition failed: UID in precondition: {preconditions['uid']}, "
                     f"UID in object meta: {stored_uid}",
-                    {"name": route.name, "group": route.group, "kind": route.plural},
+                    # The object's kind here, where other Status details name the plural (as the real server).
+                    {"name": route.name, "group": route.group, "kind": self.kind_of(route) or route.plural},
                 )
-            return self._delete(route, propagation or "Background")
+            deleted = self._delete(route, propagation or "Background")
+            if not route.group:
+                return deleted
+            # A custom object deleted outright is answered with a success Status, not the object
+            # (as the real server answers it: e2e/tests/test_emulator_contract.py).
+            details = {"name": route.name, "group": route.group, "kind": route.plural, "uid": stored_uid}
+            return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from harness.kubeapi.errors import ApiError, status_body
+from harness.kubeapi.errors import ApiError, PageNotFound, status_body
 from harness.kubeapi.requestlog import RequestRecord, rbac_verb
 from harness.kubeapi.routes import Route, parse_path, truthy
 from harness.kubeapi.watch import VIRTUAL_WATCH_REACT_SECONDS
@@ -125,6 +125,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             self._dispatch(method, split.path, route, query, raw, watch)
+        except PageNotFound:
+            self._send(404, PageNotFound.TEXT, "text/plain; charset=utf-8")
         except ApiError as err:
             self._send_json(err.code, err.body())
         except (BrokenPipeError, ConnectionResetError):

@@ -1,4 +1,4 @@
-"""GetExecutionHistory as the service answers it, installed with :mod:`harness.sfn.hooks`' HOOKS.
+"""GetExecutionHistory as the service answers it (an AWS behaviour moto lacks), installed with the HOOKS.
 
 moto's interpreter backend answers every GetExecutionHistory with the whole history, oldest first,
 whatever was asked: a reader that pages, or asks for the newest events first, is never put to the
@@ -15,9 +15,8 @@ import base64
 import json
 from typing import TYPE_CHECKING, Any
 
-from moto.core.responses import ActionResult
-from moto.stepfunctions.exceptions import InvalidToken, ValidationException
-from moto.stepfunctions.responses import StepFunctionResponse
+from harness.sfn import moto
+from harness.sfn.moto import ActionResult, InvalidToken, StepFunctionsValidationException
 
 if TYPE_CHECKING:
     from harness.sfn.hooks import Patch
@@ -51,28 +50,28 @@ def _without_data(event: dict[str, Any]) -> dict[str, Any]:
 
 def execution_history_in_pages(harness: LocalStepFunctions, patch: Patch) -> None:
     """GetExecutionHistory answers pages, in the order asked, as the service does (see the module docstring)."""
-    original = StepFunctionResponse.get_execution_history
+    original = moto.HISTORY_PAGES.original
 
-    def get_execution_history(self: StepFunctionResponse) -> ActionResult:
-        arn = self._get_param("executionArn")
-        size = int(self._get_param("maxResults") or 0) or DEFAULT_PAGE
+    def get_execution_history(self: Any) -> ActionResult:
+        arn = moto.request_param(self, "executionArn")
+        size = int(moto.request_param(self, "maxResults") or 0) or DEFAULT_PAGE
         if size > MAX_PAGE:
-            raise ValidationException(
+            raise StepFunctionsValidationException(
                 f"1 validation error detected: Value '{size}' at 'maxResults' failed to satisfy constraint: "
                 f"Member must have value less than or equal to {MAX_PAGE}"
             )
-        reverse = bool(self._get_param("reverseOrder", False))
-        token = self._get_param("nextToken")
+        reverse = bool(moto.request_param(self, "reverseOrder", False))
+        token = moto.request_param(self, "nextToken")
         start = _offset(token, arn, reverse) if token else 0
         events = list(original(self).result["events"])  # type: ignore[index]  # the whole history, oldest first
         if reverse:
             events.reverse()
         page = events[start : start + size]
-        if self._get_param("includeExecutionData", True) is False:
+        if moto.request_param(self, "includeExecutionData", True) is False:
             page = [_without_data(event) for event in page]
         answer: dict[str, Any] = {"events": page}
         if start + size < len(events):
             answer["nextToken"] = _token(arn, reverse, start + size)
         return ActionResult(answer)
 
-    patch(StepFunctionResponse, "get_execution_history", get_execution_history)
+    patch(moto.HISTORY_PAGES, get_execution_history)

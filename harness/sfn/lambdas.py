@@ -10,10 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from moto.awslambda.models import LambdaFunction
-from moto.core.exceptions import JsonRESTError
-
 from harness.clock import VirtualClock
+from harness.sfn import moto
+from harness.sfn.moto import JsonRESTError
 
 Handler = Callable[[Any, Any], Any]
 
@@ -116,7 +115,7 @@ class InProcessLambdas:
         """
         self.inject_lambda_error(function_name, "Sandbox.Timedout", None, times, call_handler)
 
-    def _invoke(self, function: LambdaFunction, handler: Handler, body: Any, response_headers: dict) -> bytes:
+    def _invoke(self, function: Any, handler: Handler, body: Any, response_headers: dict) -> bytes:
         event = json.loads(body) if body else {}  # the JSON the service received: a fresh copy
         request_id = str(uuid.uuid4())
         record = Invocation(function.function_name, event, request_id, self.clock.now())
@@ -178,14 +177,13 @@ class InProcessLambdas:
 
     def invoke_async(self, function_arn: str, event: Any) -> threading.Thread:
         """Invoke a function as EventBridge does (InvocationType Event): in a thread, the caller does not wait."""
-        from moto.awslambda.models import lambda_backends
 
         parts = function_arn.split(":")  # arn:aws:lambda:<region>:<account>:function:<name>
         region, account, name = parts[3], parts[4], parts[6]
 
         def run() -> None:
             try:
-                function = lambda_backends[account][region].get_function(name)
+                function = moto.lambda_function(account, region, name)
                 function.invoke(json.dumps(event), {}, {})
             except BaseException as exc:  # a harness bug: keep it for wait() to report
                 self.internal_errors.append(exc)

@@ -21,14 +21,13 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch import Watch
 
+from jobsync.bodies import meta
 from jobsync.cluster.errors import TRANSPORT_ERRORS
+from jobsync.core.event import PhaseChangedDetail
+from jobsync.core.ours import MANAGED_BY
+from jobsync.core.outcome import Phase
 from jobsync.errors import JobsyncError
-from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
-from jobsync.evaluation.phase import LoopPhase, Phase
-from jobsync.evaluation.times import job_times
-from jobsync.run.manifests import MANAGED_BY
-from jobsync_notifier.publish import PhaseChange, execution_arn, job_ref
 
 logger = Logger(service="jobsync-notifier")
 
@@ -41,14 +40,14 @@ class Expired(Exception):
 
 
 class KindWatcher:
-    """Reports ``PhaseChange``s of one kind's jobsync jobs to ``report``."""
+    """Reports the phase changes of one kind's jobsync jobs to ``report`` (``jobsync.core.event``)."""
 
     def __init__(
         self,
         api_client: ApiClient,
         spec: KindSpec,
         namespace: str,
-        report: Callable[[PhaseChange], Any],
+        report: Callable[[PhaseChangedDetail], Any],
         watch_timeout_seconds: int = 300,
     ) -> None:
         self.spec = spec
@@ -73,13 +72,13 @@ class KindWatcher:
         self.last_contact = time.monotonic()
         present = {}
         for obj in listing.get("items") or []:
-            uid = (obj.get("metadata") or {}).get("uid")
+            uid = meta(obj).uid
             if uid:
                 present[uid] = obj
                 self._observe(obj)
         for uid in [u for u in self._seen if u not in present]:
             self._vanished(self._seen[uid])
-        self.resource_version = (listing.get("metadata") or {}).get("resourceVersion")
+        self.resource_version = (listing.get("metadata") or {}).get("resourceVersion")  # a list's, not an object's
         self.synced.set()
 
     def watch_once(self) -> None:
@@ -104,7 +103,7 @@ class KindWatcher:
                     if (obj or {}).get("code") == 410:
                         raise Expired((obj or {}).get("message", "410 Gone"))
                     raise ApiException(status=(obj or {}).get("code"), reason=(obj or {}).get("message"))
-                version = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+                version = meta(obj).resource_version
                 if version:
                     self.resource_version = version
                 if kind == "DELETED":
@@ -146,25 +145,20 @@ class KindWatcher:
     # -- what is reported ---------------------------------------------------------
 
     def _observe(self, obj: dict[str, Any]) -> None:
-        uid = (obj.get("metadata") or {}).get("uid")
+        uid = meta(obj).uid
         if not uid:
             return
         self._seen[uid] = obj
-        evaluation = evaluate(obj)
-        if self._phases.get(uid) == evaluation.phase:
+        change = PhaseChangedDetail.of(obj, self.spec)
+        if self._phases.get(uid) == change.phase:
             return
-        self._phases[uid] = evaluation.phase
-        self._report(PhaseChange.of(obj, self.spec, evaluation, job_times(obj, evaluation)))
+        self._phases[uid] = change.phase
+        self._report(change)
 
     def _vanished(self, obj: dict[str, Any]) -> None:
-        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        uid = meta(obj).uid
         last = self._phases.pop(uid, None)
         self._seen.pop(uid, None)
-        if last is None or last in (Phase.SUCCEEDED, Phase.FAILED, Phase.STOPPED):
+        if last is None or last.terminal:
             return  # an ended job that cleanup (or its TTL) removed: nothing new to say
-        message = f"the job was deleted while {last}"
-        self._report(
-            PhaseChange(
-                job_ref(obj, self.spec), execution_arn(obj), str(LoopPhase.NOT_FOUND), True, "JobDeleted", message
-            )
-        )
+        self._report(PhaseChangedDetail.deleted(obj, self.spec, last))

@@ -18,7 +18,7 @@ import pytest
 
 from harness.local import LocalJobsync
 from jobsync import clock
-from jobsync.run.policy import LOOK_EVENTS
+from jobsync.core.wait import LOOK_EVENTS
 from tests.support.lambdas import QUIET, load_event
 
 DAY = 86_400

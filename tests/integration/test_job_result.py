@@ -16,7 +16,7 @@ import pytest
 from harness.kubeapi import Fault
 from harness.local import LocalJobsync
 from harness.operator_sim import TERMINATION_MESSAGE_ANNOTATION, TERMINATION_UNCAPPED_ANNOTATION
-from jobsync.run.results import MAX_RESULT_BYTES
+from jobsync.core.result import MAX_RESULT_BYTES
 from tests.support.lambdas import QUIET, load_event
 
 RESULT = {"accuracy": 0.973, "modelUri": "s3://models/mnist/42/model.pt", "epochs": 1}

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from harness.kubeapi import Fault
 from harness.local import LocalJobsync
 from jobsync import clock
+from jobsync.core.wait import WaitBounds
 from jobsync.run.manifests import job_name
-from jobsync.run.policy import WaitBounds
 from tests.support.kube import PYTORCHJOBS, local_kube_api
 from tests.support.lambdas import QUIET, invoke, load_event
 

@@ -16,7 +16,7 @@ import pytest
 from harness.kubeapi import Fault
 from harness.local import LocalJobsync
 from jobsync import clock
-from tests.integration.test_sfn_harness import REAL_ITERATION
+from tests.harness.test_sfn_harness import REAL_ITERATION
 from tests.support.lambdas import QUIET, load_event
 
 

@@ -3,7 +3,7 @@
 ``{"accuracy": 1e999}`` is valid JSON text, but its number is out of a double's
 range: Python reads it as Infinity, and writes that back as ``Infinity``, which
 Step Functions refuses in a Lambda's Payload and in SendTaskSuccess's output
-(the local run refuses both as AWS does: tests/integration/test_sfn_limits.py).
+(the local run refuses both as AWS does: tests/harness/test_sfn_limits.py).
 The message is then kept as its text.
 """
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from jobsync import clock
+from jobsync.core.wait import PollState, Starting, callback_wait, next_wait, with_next_wait
 from jobsync.evaluation.phase import Phase
 from jobsync.run import manifests
 from jobsync.run.inputs import LoopState
-from jobsync.run.loop import Starting, callback_wait, with_next_wait
-from jobsync.run.policy import PollState, next_wait
 from jobsync.run.poll import poll
 from jobsync.settings import Settings
 from tests.support.clock import FakeClock

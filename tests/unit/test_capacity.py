@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from jobsync import clock
-from jobsync.run import stuck
+from jobsync.core import stuck
+from jobsync.core.stuck import Grace
 from jobsync.run.inputs import LoopState
-from jobsync.run.stuck import Grace
 from jobsync.settings import Settings
 from tests.cfn import load_template
 from tests.support.cluster import RecordingCluster

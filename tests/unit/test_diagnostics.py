@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobsync.run.diagnostics import MAX_FINDINGS, failed_container, pod_findings, stuck_reason, tail
+from jobsync.core.diagnostics import MAX_FINDINGS, failed_container, pod_findings, stuck_reason, tail
 
 
 def pod(name, phase="Pending", conditions=(), containers=()):

@@ -8,7 +8,7 @@ import pytest
 
 from jobsync import Phase, evaluate
 from jobsync.errors import EvaluationError
-from jobsync.evaluation.verdict import evaluate_event, not_found, unwrap_event
+from jobsync.evaluation.evaluator import evaluate_event, not_found, unwrap_event
 from tests.payloads import load_payload
 
 # --- what evaluate() refuses -------------------------------------------------------------------------

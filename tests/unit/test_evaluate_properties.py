@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobsync import evaluate
-from jobsync.cli import evaluate_text
 from jobsync.errors import EvaluationError
 from jobsync.evaluation import kinds
-from jobsync.evaluation.verdict import evaluate_event, unwrap_event
+from jobsync.evaluation.evaluator import evaluate_event, unwrap_event
+from jobsync_cli.main import evaluate_text
 from tests.payloads import load_payload
 
 # Condition-based payloads and the condition types their family reads.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from jobsync.core.wait import with_next_wait
 from jobsync.errors import InvalidInput
 from jobsync.run.inputs import MAX_EXPECTED_DURATION_SECONDS, LoopState, SubmitRequest, parse
-from jobsync.run.loop import with_next_wait
 from jobsync.settings import Settings
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:x"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
+from jobsync.core.wait import JITTER_FRACTION, with_next_wait
 from jobsync.run.inputs import LoopState
-from jobsync.run.loop import JITTER_FRACTION, with_next_wait
 from jobsync.settings import Settings
 
 SETTINGS = Settings.from_env({"JOBSYNC_NAMESPACE": "ml-training"})

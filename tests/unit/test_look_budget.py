@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from jobsync import clock
+from jobsync.core.wait import with_next_wait
 from jobsync.run.inputs import LoopState
-from jobsync.run.loop import with_next_wait
 from jobsync.settings import Settings
 
 DAY = 86_400

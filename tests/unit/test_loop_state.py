@@ -42,4 +42,9 @@ def test_a_bad_timestamp_is_refused_naming_its_field_before_any_request(field, v
 
 def test_timestamps_with_an_offset_are_accepted():
     state = parse(LoopState, loop_state(submittedAt="2026-11-29T11:00:00+01:00", deadline="2026-11-30T10:00:00.5Z"))
-    assert state.submittedAt.endswith("+01:00")
+    # Typed as aware datetimes, written back as they came: the payload is the JSON it was.
+    assert state.payload()["submittedAt"].endswith("+01:00")
+    assert (state.payload()["submittedAt"], state.payload()["deadline"]) == (
+        "2026-11-29T11:00:00+01:00",
+        "2026-11-30T10:00:00.5Z",
+    )

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jobsync.core.wait import PollState, WaitBounds, next_wait
 from jobsync.evaluation.phase import Phase
-from jobsync.run.policy import PollState, WaitBounds, next_wait
 
 BOUNDS = WaitBounds()
 DAY = 86_400.0

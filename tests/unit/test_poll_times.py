@@ -64,14 +64,14 @@ def test_a_status_without_times_falls_back_to_the_polls_and_says_so(pinned_clock
     pinned_clock("2026-11-29T10:05:00Z")
     running = pytorchjob({"conditions": [condition("Created"), condition("Running")]})
     first = poll(state(), RecordingCluster({NAME: running}), Settings())
-    assert (first.startedAt, first.timesFrom) == ("2026-11-29T10:05:00Z", {"startedAt": "polls"})
+    assert (first.payload()["startedAt"], first.timesFrom) == ("2026-11-29T10:05:00Z", {"startedAt": "polls"})
 
     pinned_clock("2026-11-29T11:00:00Z")
     done = pytorchjob({"conditions": [condition("Created"), condition("Running", "False"), condition("Succeeded")]})
-    last = poll(first, RecordingCluster({NAME: done}), Settings())
-    assert last.finishedAt == last.noticedAt == "2026-11-29T11:00:00Z"
-    assert last.startedAt == "2026-11-29T10:05:00Z"
-    assert last.timesFrom == {"startedAt": "polls", "finishedAt": "polls"}
+    last = poll(first, RecordingCluster({NAME: done}), Settings()).payload()
+    assert last["finishedAt"] == last["noticedAt"] == "2026-11-29T11:00:00Z"
+    assert last["startedAt"] == "2026-11-29T10:05:00Z"
+    assert last["timesFrom"] == {"startedAt": "polls", "finishedAt": "polls"}
 
 
 def test_the_jobs_start_replaces_a_poll_time_and_is_kept_through_a_restart(pinned_clock):
@@ -79,8 +79,8 @@ def test_the_jobs_start_replaces_a_poll_time_and_is_kept_through_a_restart(pinne
     earlier = state(phase="RUNNING", startedAt="2026-11-29T10:04:00Z", timesFrom={"startedAt": "polls"})
     job = pytorchjob({"conditions": [condition("Created"), condition("Running", at="2026-11-29T10:01:30Z")]})
     seen = poll(earlier, RecordingCluster({NAME: job}), Settings())
-    assert (seen.startedAt, seen.timesFrom) == ("2026-11-29T10:01:30Z", {"startedAt": "job"})
+    assert (seen.payload()["startedAt"], seen.timesFrom) == ("2026-11-29T10:01:30Z", {"startedAt": "job"})
 
     pinned_clock("2026-11-29T10:50:00Z")  # restarted: the operator re-dates its Running condition
     again = pytorchjob({"conditions": [condition("Created"), condition("Running", at="2026-11-29T10:40:00Z")]})
-    assert poll(seen, RecordingCluster({NAME: again}), Settings()).startedAt == "2026-11-29T10:01:30Z"
+    assert poll(seen, RecordingCluster({NAME: again}), Settings()).payload()["startedAt"] == "2026-11-29T10:01:30Z"

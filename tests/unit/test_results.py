@@ -8,16 +8,15 @@ import logging
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from jobsync.evaluation.kinds import lookup
-from jobsync.run.results import (
+from jobsync.core.result import (
     MAX_RESULT_BYTES,
     TRUNCATED_TEXT_BYTES,
     from_pods,
     from_status,
-    job_result,
     leading_pods,
     parse_message,
 )
+from jobsync.evaluation.kinds import lookup
 from tests.support.cluster import RecordingCluster
 
 KF = "training.kubeflow.org"
@@ -254,13 +253,19 @@ def test_sagemaker_operator_model_path_and_tuning_objective():
     assert from_status({}) is None
 
 
-def test_a_kind_without_pods_never_lists_them():
-    cluster = RecordingCluster(expect=set())
-    obj = {"status": {"modelPath": "s3://b/m"}}
-    assert job_result(lookup("sagemaker.aws.amazon.com/v1", "TrainingJob"), obj, "ns", "j", cluster) == {
-        "modelUri": "s3://b/m"
-    }
-    assert cluster.calls == []
+def test_a_kind_without_pods_never_lists_them(pinned_clock):
+    from jobsync.run.poll import poll
+    from jobsync.settings import Settings
+    from tests.unit.test_poll_times import NAME, REF, pytorchjob, state
+
+    pinned_clock("2026-11-29T11:00:00Z")
+    sagemaker = {"apiVersion": "sagemaker.aws.amazon.com/v1", "kind": "TrainingJob"}
+    obj = {**pytorchjob({"trainingJobStatus": "Completed", "modelPath": "s3://b/m"}), **sagemaker}
+    cluster = RecordingCluster({NAME: obj}, expect={"get"})
+    settings = Settings(allowed_kinds="sagemaker.aws.amazon.com/v1/TrainingJob")
+    new = poll(state(job={**REF, **sagemaker, "uid": "uid-1"}, phase="RUNNING"), cluster, settings)
+    assert new.result == {"modelUri": "s3://b/m"}
+    assert cluster.calls == [("get", NAME)]
 
 
 # --------------------------------------------------------------------------- never fails
@@ -272,20 +277,23 @@ class ListFails(RecordingCluster):
         raise ApiException(status=403, reason="Forbidden")
 
 
-def test_a_list_that_fails_gives_none_and_a_warning(caplog):
-    cluster = ListFails()
-    with caplog.at_level(logging.WARNING, logger="jobsync.run.results"):
-        assert job_result(spec("PyTorchJob"), {}, "ns", "j", cluster) is None
-    assert cluster.calls == [("list_pods", f"{KF}/job-name=j")]
+def test_a_list_that_fails_gives_none_and_a_warning(pinned_clock, caplog):
+    from jobsync.run.poll import poll
+    from jobsync.settings import Settings
+    from tests.unit.test_poll_times import state
+
+    pinned_clock("2026-11-29T11:00:00Z")
+    cluster, name = _poll_job(["Created", "Succeeded"], cluster_cls=ListFails)
+    with caplog.at_level(logging.WARNING, logger="jobsync.run.poll"):
+        assert poll(state(phase="RUNNING"), cluster, Settings()).result is None
+    assert [c for c in cluster.calls if c[0] == "list_pods"] == [("list_pods", f"{KF}/job-name={name}")]
     assert "result not read" in caplog.text
 
 
 def test_given_pods_are_reused_and_gone_pods_give_none():
-    cluster = RecordingCluster(expect=set())
     pods = [kubeflow_pod("j", "master", 0, '{"a": 1}')]
-    assert job_result(spec("PyTorchJob"), {}, "ns", "j", cluster, pods) == {"a": 1}
-    assert job_result(spec("PyTorchJob"), {}, "ns", "j", cluster, []) is None
-    assert cluster.calls == []
+    assert from_pods(spec("PyTorchJob"), pods) == {"a": 1}
+    assert from_pods(spec("PyTorchJob"), []) is None
 
 
 # --------------------------------------------------------------------------- through the status step

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from jobsync import clock, strict_json
-from jobsync.run.callback import deliver
+from jobsync.aws.tokens import deliver
+from jobsync.core.result import parse_message
 from jobsync.run.inputs import LoopState
-from jobsync.run.results import parse_message
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """What a Lambda container builds once and reuses while warm: settings, the
-cluster connection, the S3 client. Handlers call these instead of building
-their own, so a warm invocation costs one API request, not a new connection.
+cluster connection, the AWS clients and the adapters over them (``jobsync.aws``).
+Handlers call these instead of building their own, so a warm invocation costs
+one API request, not a new connection.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from jobsync import aws
 from jobsync.cluster.connection import get_api_client
 from jobsync.cluster.jobs import KubeJobs
-from jobsync.errors import ClusterConfigError, InvalidInput
+from jobsync.errors import InvalidInput
 from jobsync.settings import Settings
 
 if TYPE_CHECKING:
-    from jobsync.run.hints import HintStore
+    from jobsync.aws.hints import HintStore
 
 
 @cache
@@ -35,25 +36,9 @@ def _s3() -> Any:
 
 def fetch_template(uri: str) -> str:
     """The text of ``s3://bucket/key``; a missing or unreadable object is the caller's error."""
-    from botocore.exceptions import ClientError
+    from jobsync.aws import s3
 
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    try:
-        body = _s3().get_object(Bucket=bucket, Key=key)["Body"].read()
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in {"NoSuchKey", "NoSuchBucket", "404"}:
-            raise InvalidInput(f"jobTemplate: {uri} does not exist") from None
-        if code in {"AccessDenied", "403"}:
-            raise InvalidInput(
-                f"jobTemplate: access to {uri} is denied (templates must sit under the allowed prefix)"
-            ) from None
-        raise
-    try:
-        text: str = body.decode("utf-8")  # bytes from an untyped client
-    except UnicodeDecodeError:
-        raise InvalidInput(f"jobTemplate: {uri} is not UTF-8 text") from None
-    return text
+    return s3.fetch_template(_s3(), uri)
 
 
 @cache
@@ -69,7 +54,7 @@ def hints() -> HintStore | None:
     """Learned hints, when the deployment has a table (every stack does; a bare local run may not)."""
     if not settings().table_name:
         return None
-    from jobsync.run.hints import HintStore  # a RUNNING poll never needs it (nor its statistics)
+    from jobsync.aws.hints import HintStore  # a RUNNING poll never needs it (nor its statistics)
 
     return HintStore(table())
 
@@ -81,40 +66,16 @@ def stepfunctions() -> Any:
 
 def describe_execution(arn: str) -> dict[str, Any] | None:
     """Step Functions' own account of an execution (DescribeExecution); None when it knows no such execution."""
-    from botocore.exceptions import ClientError
+    from jobsync.aws import executions
 
-    try:
-        description: dict[str, Any] = stepfunctions().describe_execution(executionArn=arn)
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in {"ExecutionDoesNotExist", "InvalidArn"}:
-            return None
-        if code in {"AccessDeniedException", "AccessDenied"}:
-            raise ClusterConfigError(
-                f"states:DescribeExecution on {arn} is denied: the cleanup role must be allowed it "
-                "on this state machine's executions (template.yaml)"
-            ) from None
-        raise
-    return description
+    return executions.describe_execution(stepfunctions(), arn)
 
 
 def cleanup_state_ran(arn: str) -> bool:
     """Whether the execution went through its own Cleanup state (the last events of its history say so)."""
-    from botocore.exceptions import ClientError
+    from jobsync.aws import executions
 
-    try:
-        page = stepfunctions().get_execution_history(executionArn=arn, reverseOrder=True, maxResults=50)
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in {"AccessDeniedException", "AccessDenied"}:
-            raise ClusterConfigError(
-                f"states:GetExecutionHistory on {arn} is denied: the cleanup role must be allowed it "
-                "on this state machine's executions (template.yaml)"
-            ) from None
-        raise
-    return any(
-        (event.get("stateEnteredEventDetails") or {}).get("name") == "Cleanup" for event in page.get("events", [])
-    )
+    return executions.cleanup_state_ran(stepfunctions(), arn)
 
 
 def reset() -> None:

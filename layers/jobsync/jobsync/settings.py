@@ -1,9 +1,17 @@
 """A deployment's configuration, read once from the environment the template sets.
 
-Two groups, each a ``pydantic-settings`` model with the ``JOBSYNC_`` prefix
+Two readers, each a ``pydantic-settings`` model with the ``JOBSYNC_`` prefix
 and every field documented: ``Settings`` (what the steps may do and how they
 wait) and ``ClusterSettings`` (which cluster to reach and how). A bad value
 raises an error that names the variable.
+
+The variables are flat, one per template parameter; the code reads them in
+groups, each a frozen view built once: ``Settings.wait`` (``WaitSettings``:
+the bounds, the completion mode, the watch and the safety poll),
+``Settings.starts`` (``StartSettings``: how long a start may take before it
+is a failure), ``Settings.callback`` (``CallbackSettings``: the stack's table
+and state machine) and ``ClusterSettings``. Nothing here imports the steps
+that read them.
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
@@ -19,7 +29,6 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Pydanti
 from jobsync.errors import ClusterConfigError
 from jobsync.evaluation import kinds
 from jobsync.evaluation.kinds import KindSpec
-from jobsync.run.policy import WaitBounds
 
 DAY = 86_400
 # A watch must end, and the poll answer, within the Lambda's 900 s maximum.
@@ -30,6 +39,90 @@ REQUEST_TIMEOUT = (5.0, 20.0)
 CompletionMode = Literal["poll", "watch", "callback"]
 MODES = ("eks", "kubeconfig", "incluster", "url")
 Mode = Literal["eks", "kubeconfig", "incluster", "url"]
+
+# History events one look costs, as counted in the local run's histories (docs/state-machine.md):
+# poll and watch mode, Wait 2 + Status 5 + IsDone 2; callback mode, IsDone 2 + Await 6 (TaskStateEntered,
+# TaskScheduled, TaskStarted, TaskSubmitted, TaskTimedOut, TaskStateExited) + Status 5.
+POLL_EVENTS = 9
+LOOK_EVENTS = {"poll": POLL_EVENTS, "watch": POLL_EVENTS, "callback": 13}
+
+
+@dataclass(frozen=True)
+class WaitBounds:
+    """Bounds set in the template (MinWaitSeconds, MaxWaitSeconds, ...) and the history budget."""
+
+    min_seconds: int = 30
+    max_seconds: int = 3600
+    pending_max_seconds: int = 60
+    running_max_seconds: int = 420
+    hint_tolerance: float = 0.2
+    # Polls one execution may make. Step Functions ends an execution at 25,000
+    # history events; one poll costs 9 (docs/state-machine.md), so 2,400 polls
+    # leave room for submit, cleanup, retries and the end states.
+    poll_budget: int = 2400
+    # History events one look costs in the completion mode (LOOK_EVENTS): the
+    # poll budget's events buy fewer of the dearer looks (``looks``).
+    look_events: int = POLL_EVENTS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_seconds <= self.pending_max_seconds <= self.max_seconds:
+            raise ValueError("wait bounds need 1 <= min <= pending_max <= max")
+        if not self.min_seconds <= self.running_max_seconds <= self.max_seconds:
+            raise ValueError("wait bounds need min <= running_max <= max")
+        if not 0 <= self.hint_tolerance < 1:
+            raise ValueError("hint_tolerance must be in [0, 1)")
+        if self.poll_budget < 2:
+            raise ValueError("poll_budget must be at least 2")
+        if self.look_events < 1:
+            raise ValueError("look_events must be at least 1")
+
+    @property
+    def looks(self) -> int:
+        """Looks one execution may make: the poll budget's history events at ``look_events`` each."""
+        return max(2, self.poll_budget * POLL_EVENTS // self.look_events)
+
+
+WaitMode = Literal["poll", "watch", "callback"]
+
+
+@dataclass(frozen=True)
+class WaitSettings:
+    """How an execution waits between two looks at its job."""
+
+    bounds: WaitBounds
+    completion_mode: CompletionMode
+    watch_seconds: int
+    safety_poll_seconds: int
+
+    @property
+    def mode(self) -> WaitMode:
+        """How the steps wait: watch whenever a watch is set (WatchSeconds), else callback or poll."""
+        if self.watch_seconds:
+            return "watch"
+        return "callback" if self.completion_mode == "callback" else "poll"
+
+
+@dataclass(frozen=True)
+class StartSettings:
+    """How long each way a start can go wrong may last before the run ends FAILED (``jobsync.core.verdict``)."""
+
+    not_found_grace_seconds: int
+    diagnose_after_seconds: int
+    operator_timeout_seconds: int
+    stuck_grace_seconds: int
+    capacity_grace_seconds: int
+    unschedulable_grace_seconds: int
+    image_error_grace_seconds: int
+    log_tail_bytes: int
+
+
+@dataclass(frozen=True)
+class CallbackSettings:
+    """The stack's table (task tokens, learned hints) and state machine (cleanup's check of an execution event)."""
+
+    table_name: str
+    state_machine_arn: str
+
 
 # The environment ``from_env`` reads; None: the process's.
 _environment: ContextVar[Mapping[str, str] | None] = ContextVar("jobsync_environment", default=None)
@@ -212,18 +305,40 @@ class Settings(_FromEnvironment):
 
     @model_validator(mode="after")
     def _bounds(self) -> Settings:
-        self.wait_bounds  # noqa: B018 - WaitBounds checks the bounds fit together
+        self.wait  # noqa: B018 - WaitBounds checks the bounds fit together
         return self
 
-    @property
-    def wait_bounds(self) -> WaitBounds:
-        return WaitBounds(
+    @cached_property
+    def wait(self) -> WaitSettings:
+        bounds = WaitBounds(
             min_seconds=self.min_wait_seconds,
             max_seconds=self.max_wait_seconds,
             pending_max_seconds=self.pending_max_wait_seconds,
             running_max_seconds=self.running_max_wait_seconds,
             poll_budget=self.poll_budget,
         )
+        return WaitSettings(bounds, self.completion_mode, self.watch_seconds, self.safety_poll_seconds)
+
+    @cached_property
+    def starts(self) -> StartSettings:
+        return StartSettings(
+            not_found_grace_seconds=self.not_found_grace_seconds,
+            diagnose_after_seconds=self.diagnose_after_seconds,
+            operator_timeout_seconds=self.operator_timeout_seconds,
+            stuck_grace_seconds=self.stuck_grace_seconds,
+            capacity_grace_seconds=self.capacity_grace_seconds,
+            unschedulable_grace_seconds=self.unschedulable_grace_seconds,
+            image_error_grace_seconds=self.image_error_grace_seconds,
+            log_tail_bytes=self.log_tail_bytes,
+        )
+
+    @cached_property
+    def callback(self) -> CallbackSettings:
+        return CallbackSettings(self.table_name, self.state_machine_arn)
+
+    @property
+    def wait_bounds(self) -> WaitBounds:
+        return self.wait.bounds
 
     def allowed(self, api_version: str, kind: str) -> KindSpec | None:
         for spec in self.allowed_kinds:

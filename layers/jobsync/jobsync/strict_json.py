@@ -5,7 +5,7 @@ and so does the Lambda Python runtime for a handler's response: that is not
 JSON, and Step Functions (a Lambda's response Payload, SendTaskSuccess's
 output), EventBridge and DynamoDB refuse it. Values are made finite where they
 come in (a termination message's out-of-range number stays text:
-``jobsync.run.results.parse_message``); these helpers refuse, by the field's
+``jobsync.core.result.parse_message``); these helpers refuse, by the field's
 path, whatever still is not, so the error is ours and names the field instead
 of AWS's.
 """

@@ -6,7 +6,7 @@ point), and one module per kind family: ``kubeflow``, ``trainer``, ``batch``,
 """
 
 from jobsync.errors import EvaluationError
-from jobsync.evaluation.phase import Evaluation, LoopPhase, Phase
-from jobsync.evaluation.verdict import evaluate, evaluate_event
+from jobsync.evaluation.evaluator import evaluate, evaluate_event
+from jobsync.evaluation.phase import Evaluation, Phase
 
-__all__ = ["Evaluation", "EvaluationError", "LoopPhase", "Phase", "evaluate", "evaluate_event"]
+__all__ = ["Evaluation", "EvaluationError", "Phase", "evaluate", "evaluate_event"]

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jobsync.bodies import conditions, meta
 from jobsync.evaluation.conditions import timestamp_text
 from jobsync.evaluation.phase import Evaluation
 
@@ -46,9 +47,8 @@ class JobTimes:
 
 def job_times(obj: Mapping[str, Any], evaluation: Evaluation) -> JobTimes:
     """The times ``obj`` says of itself (RFC 3339 strings, None when it does not say)."""
-    metadata = obj.get("metadata")
     status = obj.get("status")
-    created = timestamp_text(metadata.get("creationTimestamp")) if isinstance(metadata, Mapping) else None
+    created = timestamp_text(meta(obj).creation_timestamp)
     if not isinstance(status, Mapping):
         return JobTimes(created)
     if _is_kubeflow(obj):
@@ -70,14 +70,11 @@ def _is_kubeflow(obj: Mapping[str, Any]) -> bool:
 
 def _running_since(status: Mapping[str, Any], ended: bool = False) -> str | None:
     """The earliest Running condition's time: a True one; once ``ended``, a False one too."""
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
-        return None
     counted = ("True", True, "False", False) if ended else ("True", True)
     times = sorted(
         t
-        for c in conditions
-        if isinstance(c, Mapping) and c.get("type") == "Running" and c.get("status") in counted
-        if (t := timestamp_text(c.get("lastTransitionTime")))
+        for c in conditions(status)
+        if c.type == "Running" and c.status in counted
+        if (t := timestamp_text(c.last_transition_time))
     )
     return times[0] if times else None

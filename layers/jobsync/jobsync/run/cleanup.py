@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from jobsync.bodies import meta
+from jobsync.core.ours import allowed_spec, not_ours
+from jobsync.core.outcome import Phase
 from jobsync.errors import InvalidInput, JobConflict
 from jobsync.evaluation.kinds import KindSpec
-from jobsync.evaluation.phase import Phase
 from jobsync.run.inputs import CleanupRequest
-from jobsync.run.loop import Cluster, allowed_spec, not_ours
+from jobsync.run.loop import Cluster
 from jobsync.settings import Settings
 
 
@@ -17,7 +19,7 @@ def should_delete(mode: str, phase: str | None) -> bool:
         return True
     if mode == "never":
         return False
-    return phase not in (Phase.SUCCEEDED, "ERROR")  # onFailure: a job's failure; a jobsync error says nothing of it
+    return phase not in (Phase.SUCCEEDED, Phase.ERROR)  # onFailure: a job's failure; a jobsync error says nothing of it
 
 
 def cleanup(request: CleanupRequest, cluster: Cluster, settings: Settings) -> dict[str, Any]:
@@ -68,7 +70,7 @@ def delete_if_ours(
     why = not_ours(existing, execution)
     if why is not None:
         return False, f"{why}: left alone"
-    if (existing.get("metadata") or {}).get("uid") != uid:
+    if meta(existing).uid != uid:
         return False, not_submitted(uid)
     try:
         deleted = cluster.delete(spec, namespace, name, uid)

@@ -49,19 +49,21 @@ and nothing changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from jobsync.aws.executions import History
+from jobsync.bodies import meta
+from jobsync.core.ours import EXECUTION_LABEL, allowed_spec, execution_label
+from jobsync.core.state import EXECUTION_ARN, JobRef
 from jobsync.errors import ClusterConfigError, InvalidInput
 from jobsync.evaluation.kinds import KindSpec
-from jobsync.run import manifests
 from jobsync.run.cleanup import delete_if_ours, should_delete
-from jobsync.run.inputs import EXECUTION_ARN, JobRef, parse
+from jobsync.run.inputs import parse
 from jobsync.run.loop import Cluster as _LoopCluster
-from jobsync.run.loop import allowed_spec
 from jobsync.settings import Settings
 
 
@@ -76,8 +78,6 @@ SOURCE = "aws.states"
 ENDED_OUTSIDE_THE_LOOP = frozenset({"ABORTED", "TIMED_OUT", "FAILED"})
 CLEANUP_MODES = ("onFailure", "always", "never")
 SUBMIT_STATE = "Submit"  # statemachine/run_job.asl.json
-# History events a page: the Submit state's events come first, retries and all (about 45 at most).
-HISTORY_PAGE = 100
 # The events that carry a task's answer (lambda:invoke, or a Lambda ARN as the Resource), and their details.
 _ANSWERS = {
     "TaskSucceeded": "taskSucceededEventDetails",
@@ -111,8 +111,6 @@ def is_execution_event(event: Any) -> bool:
 
 Describe = Callable[[str], "dict[str, Any] | None"]
 CleanupRan = Callable[[str], bool]
-# The execution's history events, oldest first, read page by page only as far as they are consumed.
-History = Callable[[str], Iterable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -135,7 +133,7 @@ def cleanup_after(
 
     ``describe`` is DescribeExecution (``jobsync.runtime.describe_execution``):
     None for an execution Step Functions does not know. ``history`` is
-    GetExecutionHistory (:func:`history_reader`).
+    GetExecutionHistory (``jobsync.aws.executions.history_reader``).
     """
     change: ExecutionStatusChange = parse(ExecutionStatusChange, event)
     detail = change.detail
@@ -225,9 +223,9 @@ def _no_known_uid(
     cluster: Cluster, settings: Settings, execution_input: dict[str, Any], arn: str, result: dict[str, Any]
 ) -> dict[str, Any]:
     """Submit ran and no attempt answered: name the jobs labelled for this execution, delete none of them."""
-    selector = f"{manifests.EXECUTION_LABEL}={manifests.execution_label(arn)}"
+    selector = f"{EXECUTION_LABEL}={execution_label(arn)}"
     found = [
-        (spec.kind, str((job.get("metadata") or {}).get("name", "")))
+        (spec.kind, meta(job).name)
         for spec in _candidate_kinds(execution_input, settings)
         for job in cluster.list_jobs(spec, settings.namespace, selector)
     ]
@@ -241,31 +239,6 @@ def _no_known_uid(
         "reason": f"{reason}; labelled {selector}, perhaps created by an attempt whose answer was lost: {names} "
         "(check each, and delete by hand the one that is this execution's)",
     }
-
-
-def history_reader(client: Any) -> History:
-    """GetExecutionHistory through ``client`` (boto3's Step Functions client), oldest first, page by page."""
-
-    def events(arn: str) -> Iterator[dict[str, Any]]:
-        from botocore.exceptions import ClientError
-
-        kwargs: dict[str, Any] = {"executionArn": arn, "maxResults": HISTORY_PAGE, "reverseOrder": False}
-        while True:
-            try:
-                page = client.get_execution_history(**kwargs)
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code", "") in {"AccessDeniedException", "AccessDenied"}:
-                    raise ClusterConfigError(
-                        f"states:GetExecutionHistory on {arn} is denied: the cleanup role must be allowed it "
-                        "on this state machine's executions (template.yaml)"
-                    ) from None
-                raise
-            yield from page.get("events", [])
-            if not page.get("nextToken"):
-                return
-            kwargs["nextToken"] = page["nextToken"]
-
-    return events
 
 
 def _verified(arn: str, settings: Settings, describe: Describe) -> tuple[dict[str, Any] | None, str]:

@@ -12,25 +12,31 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from jobsync.core.ours import EXECUTION_ANNOTATION, EXECUTION_LABEL, MANAGED_BY, execution_label, job_labels
 from jobsync.errors import InvalidInput
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.run import pod_security, templates
 from jobsync.run.templates import Parameter
 from jobsync.settings import Settings
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
-EXECUTION_LABEL = "jobsync.io/execution"
-EXECUTION_ANNOTATION = "jobsync.io/execution-arn"
+__all__ = [
+    "EXECUTION_ANNOTATION",
+    "EXECUTION_LABEL",
+    "MANAGED_BY",
+    "MAX_JOB_NAME",
+    "check_kind",
+    "execution_label",
+    "job_labels",
+    "job_name",
+    "load_template",
+    "manifest_name",
+    "prepare",
+]
 
 # Pod names are "<job>-worker-<index>" and must stay a DNS-1123 label (63);
 # a 40-character job name leaves room for the operator's suffixes.
 MAX_JOB_NAME = 40
 _HASH_LEN = 8
-
-
-def execution_label(execution_arn: str) -> str:
-    """A label value that identifies one execution (label values allow 63 safe characters)."""
-    return hashlib.sha256(execution_arn.encode()).hexdigest()[:32]
 
 
 def job_name(execution_arn: str, manifest_name: str | None) -> str:
@@ -115,10 +121,6 @@ def prepare(manifest: Mapping[str, Any], execution_arn: str, namespace: str, set
     meta["annotations"] = {**_str_map(meta.get("annotations"), "annotations"), EXECUTION_ANNOTATION: execution_arn}
     obj.pop("status", None)
     return obj
-
-
-def job_labels(execution_arn: str) -> dict[str, str]:
-    return {MANAGED_BY: "jobsync", EXECUTION_LABEL: execution_label(execution_arn)}
 
 
 def check_kind(manifest: Mapping[str, Any], settings: Settings) -> KindSpec:

@@ -13,71 +13,30 @@ labelled pod is the job's when its controller reference (the ``ownerReferences``
   controller reference (the job controller's ``resolveControllerRef``): the object of that kind and
   name, read once per look, counts only when its uid is the reference's.
 
-Every reader of pods (stuck detection, diagnostics, the log tail, the result) goes through
+Every reader of pods (stuck detection, diagnostics, the log tail, the result) gets them from
 ``job_pods``; the pods it leaves out are named in a finding (``JobPods.notes``), so a person sees them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from jobsync.bodies import OwnerRef, meta
+from jobsync.core.diagnostics import NOT_OWNED, JobPods
 from jobsync.evaluation.kinds import KindSpec
 
-NOT_OWNED = "NotOwnedByJob"
-# How many ignored pods a note names; the count is always whole.
-MAX_NAMED = 5
-
-
-@dataclass(frozen=True)
-class OwnerRef:
-    """One entry of ``metadata.ownerReferences``."""
-
-    api_version: str
-    kind: str
-    name: str
-    uid: str
-    controller: bool = False
-
-    @property
-    def group(self) -> str:
-        """The API group ("" for the core group's ``v1``): an owner is the same object whatever its version."""
-        return self.api_version.rpartition("/")[0]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("uid") or "")
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("name") or "?")
+__all__ = ["NOT_OWNED", "JobPods", "OwnerRef", "PodSource", "controller_of", "job_pods", "owned", "owner_refs"]
 
 
 def owner_refs(obj: Mapping[str, Any]) -> list[OwnerRef]:
     """The object's owner references; entries that are not objects are skipped."""
-    refs = _meta(obj).get("ownerReferences")
-    return [
-        OwnerRef(
-            str(ref.get("apiVersion") or ""),
-            str(ref.get("kind") or ""),
-            str(ref.get("name") or ""),
-            str(ref.get("uid") or ""),
-            ref.get("controller") is True,
-        )
-        for ref in (refs if isinstance(refs, list) else [])
-        if isinstance(ref, Mapping)
-    ]
+    return list(meta(obj).owners)
 
 
 def controller_of(obj: Mapping[str, Any]) -> OwnerRef | None:
     """The reference with ``controller: true`` (and a uid), if any: the one owner that manages the object."""
-    return next((ref for ref in owner_refs(obj) if ref.controller and ref.uid), None)
+    return meta(obj).controller
 
 
 Lookup = Callable[[KindSpec, str], Mapping[str, Any] | None]
@@ -96,29 +55,9 @@ def leads_to(ref: OwnerRef | None, uid: str, via: Sequence[KindSpec], lookup: Lo
     if (ref.kind, ref.group) != (parent.kind, parent.group):
         return False
     owner = lookup(parent, ref.name)
-    if owner is None or uid_of(owner) != ref.uid:  # another object of that name: not the one referred to
+    if owner is None or meta(owner).uid != ref.uid:  # another object of that name: not the one referred to
         return False
     return leads_to(controller_of(owner), uid, via[:-1], lookup)
-
-
-@dataclass(frozen=True)
-class JobPods:
-    """The job's own pods, and the names of the pods with its labels that it does not own."""
-
-    pods: list[dict[str, Any]]
-    ignored: tuple[str, ...] = ()
-
-    def notes(self) -> list[dict[str, Any]]:
-        """A finding that names the ignored pods (none when every labelled pod is the job's)."""
-        if not self.ignored:
-            return []
-        count = len(self.ignored)
-        names = ", ".join(self.ignored[:MAX_NAMED])
-        if count > MAX_NAMED:
-            names += f" and {count - MAX_NAMED} more"
-        pods = "pod" if count == 1 else "pods"
-        message = f"ignored {count} {pods} labelled for this job that it does not own: {names}"
-        return [{"reason": NOT_OWNED, "message": message}]
 
 
 def owned(pods: Iterable[dict[str, Any]], uid: str, via: Sequence[KindSpec], lookup: Lookup) -> JobPods:
@@ -129,7 +68,7 @@ def owned(pods: Iterable[dict[str, Any]], uid: str, via: Sequence[KindSpec], loo
         if leads_to(controller_of(pod), uid, via, lookup):
             mine.append(pod)
         else:
-            ignored.append(name_of(pod))
+            ignored.append(meta(pod).name or "?")
     return JobPods(mine, tuple(ignored))
 
 

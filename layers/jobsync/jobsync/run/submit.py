@@ -8,13 +8,16 @@ from typing import Any, Literal
 from kubernetes.client.exceptions import ApiException
 
 from jobsync import clock
+from jobsync.aws.hints import HintStore
+from jobsync.bodies import meta
+from jobsync.core.ours import not_ours
+from jobsync.core.state import JobRef, LoopState
+from jobsync.core.step import begin
 from jobsync.errors import InvalidInput, JobConflict
-from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.run import manifests
-from jobsync.run.hints import HintStore
-from jobsync.run.inputs import JobRef, LoopState, SubmitRequest
-from jobsync.run.loop import Cluster, Starting, with_next_wait
+from jobsync.run.inputs import SubmitRequest
+from jobsync.run.loop import Cluster
 from jobsync.settings import Settings
 
 TemplateFetcher = Callable[[str], str]
@@ -64,25 +67,19 @@ def submit(
         if learned is not None:
             hint, hint_source = min(learned, timeout), "learned"
 
-    now = clock.now()
-    verdict = evaluate(created)
-    state = LoopState(
+    first = begin(
         job=_ref(created, spec),
         execution=request.execution,
         cleanup=request.cleanup,
-        submittedAt=clock.isoformat(now),
-        deadline=clock.isoformat(now + timeout),
-        expectedDurationSeconds=hint,
-        jobFamily=family,
-        hintSource=hint_source,
-        phase=str(verdict.phase),
-        reason=verdict.reason,
-        message=verdict.message,
-        terminal=verdict.terminal,
-        phaseSince=clock.isoformat(now),
+        created=created,
+        timeout=timeout,
+        now=clock.now(),
+        settings=settings,
+        hint=hint,
+        family=family,
+        hint_source=hint_source,
     )
-    # The job was just created: the operator has not written a status yet, as a rule.
-    return with_next_wait(state, now, settings, starting=Starting(reconciled=bool(created.get("status"))))
+    return first.state
 
 
 def _family(manifest: Any) -> str | None:
@@ -93,14 +90,13 @@ def _family(manifest: Any) -> str | None:
 
 
 def _adopt(cluster: Cluster, spec: KindSpec, obj: dict[str, Any], execution: str, exc: ApiException) -> dict[str, Any]:
-    meta = obj["metadata"]
-    existing = cluster.get(spec, meta["namespace"], meta["name"])
+    wanted = meta(obj)
+    existing = cluster.get(spec, wanted.namespace, wanted.name)
     if existing is None:  # deleted between our create and get: a retry will create it
         raise exc
-    labels = (existing.get("metadata") or {}).get("labels") or {}
-    if labels.get(manifests.EXECUTION_LABEL) != manifests.execution_label(execution):
+    if not_ours(existing, execution) is not None:
         raise JobConflict(
-            f"{spec.kind} {meta['namespace']}/{meta['name']} already exists and was not created by this execution"
+            f"{spec.kind} {wanted.namespace}/{wanted.name} already exists and was not created by this execution"
         )
     return existing
 
@@ -117,11 +113,11 @@ def _checked_template_uri(uri: str, settings: Settings) -> str:
 
 
 def _ref(obj: dict[str, Any], spec: KindSpec) -> JobRef:
-    meta = obj.get("metadata") or {}
+    seen = meta(obj)
     return JobRef(
         apiVersion=spec.api_version or "",
         kind=spec.kind,
-        namespace=meta["namespace"],
-        name=meta["name"],
-        uid=meta.get("uid"),
+        namespace=seen.namespace,
+        name=seen.name,
+        uid=seen.uid or None,
     )

@@ -1,7 +1,0 @@
-"""``python -m jobsync``: the same as the ``jobsync`` command."""
-
-import sys
-
-from jobsync.cli import main
-
-sys.exit(main())

@@ -1,0 +1,115 @@
+"""`python -m jobsync_cli evaluate FILE`, run as a real subprocess the way a developer runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.payloads import PAYLOADS
+from tests.support.lambdas import EVENTS, ROOT
+
+
+def run(*args: str, stdin: str | bytes | None = None) -> tuple[int, dict, str]:
+    env = {**os.environ, "PYTHONPATH": "layers/jobsync:cli"}
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    proc = subprocess.run(
+        [sys.executable, "-m", "jobsync_cli", *args],
+        input=data,
+        capture_output=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    out = proc.stdout.decode()
+    lines = out.splitlines()
+    assert len(lines) == 1, f"expected one JSON line, got {out!r} (stderr {proc.stderr.decode()!r})"
+    return proc.returncode, json.loads(lines[0]), proc.stderr.decode()
+
+
+def test_json_file():
+    code, result, _ = run("evaluate", str(EVENTS / "evaluate-pytorchjob-succeeded-index5.json"))
+
+    assert code == 0
+    assert result == {
+        "phase": "SUCCEEDED",
+        "reason": "PyTorchJobSucceeded",
+        "message": "PyTorchJob hyperpod-ns-test-team/hyperpod-cli-test successfully completed.",
+        "since": "2024-11-18T21:25:24Z",
+        "kind": "PyTorchJob",
+        "terminal": True,
+    }
+
+
+def test_yaml_file_with_comments():
+    code, result, _ = run("evaluate", str(PAYLOADS / "kubeflow_v1" / "pytorchjob_restarting.yaml"))
+
+    assert code == 0
+    assert result["phase"] == "RUNNING"
+    assert "Restarting" in result["reason"]
+
+
+def test_relative_path_from_the_repo_root():
+    code, result, _ = run("evaluate", "tests/payloads/batch/job_failed.yaml")
+
+    assert (code, result["phase"]) == (0, "FAILED")
+
+
+def test_stdin():
+    text = (PAYLOADS / "sagemaker" / "trainingjob_inprogress.yaml").read_text()
+
+    code, result, _ = run("evaluate", "-", stdin=text)
+
+    assert (code, result["phase"], result["kind"]) == (0, "RUNNING", "TrainingJob")
+
+
+def test_eks_call_empty_list_is_a_verdict():
+    code, result, _ = run("evaluate", str(EVENTS / "evaluate-ekscall-list-empty.json"))
+
+    assert (code, result["phase"], result["terminal"]) == (0, "NOT_FOUND", True)
+
+
+@pytest.mark.parametrize(
+    ("stdin", "error", "detail"),
+    [
+        ('{"kind": "PyTorchJob", ', "unparseable", ""),
+        ("[1, 2, 3]", "cannot evaluate", "expected a JSON object, got list"),
+        ("", "cannot evaluate", "expected a JSON object, got nothing"),
+        ("apiVersion: v1\nkind: Pod\n", "cannot evaluate", "unsupported kind: apiVersion 'v1' kind 'Pod'"),
+        ("kind: PyTorchJob\n", "cannot evaluate", "field 'apiVersion'"),
+        (b"\xff\xfe kind", "unreadable", ""),
+    ],
+)
+def test_bad_input_exits_2_with_a_json_error(stdin, error, detail):
+    code, result, _ = run("evaluate", "-", stdin=stdin)
+
+    assert code == 2
+    assert set(result) == {"error", "detail"}
+    assert result["error"] == error
+    assert detail in result["detail"]
+
+
+def test_missing_file_exits_2_with_a_json_error(tmp_path):
+    code, result, _ = run("evaluate", str(tmp_path / "nope.json"))
+
+    assert code == 2
+    assert result["error"] == "unreadable"
+    assert "nope.json" in result["detail"]
+
+
+def test_no_command_is_a_usage_error():
+    proc = subprocess.run(
+        [sys.executable, "-m", "jobsync_cli"],
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": "layers/jobsync:cli"},
+        timeout=60,
+        check=False,
+    )
+
+    assert proc.returncode == 2
+    assert b"{evaluate,rbac,run,status,list}" in proc.stderr  # the usage lists every command
