@@ -63,8 +63,8 @@ def test_state_machine_logs_to_a_vended_log_group_and_traces():
 
 
 def test_schedule_ships_disabled():
-    schedule = RESOURCES["RunJobStateMachine"]["Properties"]["Events"]["Schedule"]
-    assert schedule["Type"] == "ScheduleV2"
+    schedule = RESOURCES["Schedule"]
+    assert schedule["Type"] == "AWS::Scheduler::Schedule"
     assert schedule["Properties"]["State"] == {"Ref": "ScheduleState"}
     assert TEMPLATE["Parameters"]["ScheduleState"]["Default"] == "DISABLED"
 
