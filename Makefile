@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check rbac demo lint format bench bench-throughput validate build scan clean
+.PHONY: test test-future package-check chart generated demo lint format bench bench-throughput validate build scan clean
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -64,11 +64,25 @@ bench-throughput: $(STAMP)
 
 NAMESPACE ?= ml-training
 KINDS ?= PyTorchJob
-GROUP ?= jobsync
 
-## The Kubernetes RBAC for a deployment: make rbac NAMESPACE=... KINDS=... [WATCH=1] [NOTIFIER=1] | kubectl apply -f -
-rbac: $(STAMP)
-	@PYTHONPATH=layers/jobsync $(BIN)/python -m jobsync rbac --namespace $(NAMESPACE) --kinds $(KINDS) --group $(GROUP) $(if $(WATCH),--watch) $(if $(NOTIFIER),--notifier)
+E2E_BIN := $(or $(JOBSYNC_E2E_BIN),$(HOME)/.cache/jobsync-e2e/bin)
+HELM := $(E2E_BIN)/helm
+## The cluster side, charts/jobsync: build the pinned helm (e2e/cluster/build.sh helm: Go 1.26), lint the chart
+## and render it with each charts/jobsync/ci/*-values.yaml into build/chart/. make test compares what it renders
+## with what the code calls (tests/integration/test_chart.py, test_rbac.py); make e2e installs it.
+chart:
+	e2e/cluster/build.sh helm
+	for values in charts/jobsync/ci/*-values.yaml; do $(HELM) lint --strict charts/jobsync -f $$values || exit 1; done
+	mkdir -p build/chart
+	for values in charts/jobsync/ci/*-values.yaml; do \
+	  $(HELM) template jobsync charts/jobsync -n $(NAMESPACE) --kube-version v1.34.4 -f $$values \
+	    > build/chart/$$(basename $$values -values.yaml).yaml || exit 1; \
+	done
+
+## Rewrite what is generated from its source of truth (charts/jobsync/files/kinds.yaml, the docs' tables);
+## make test fails when one drifts (tests/unit/test_generated.py).
+generated: $(STAMP) $(SCAN_VENV)/.installed
+	PYTHONPATH=layers/jobsync:cli:notifier:. $(BIN)/python -m tools.generated
 
 ## pip install . into a fresh virtual environment, then run its jobsync command.
 package-check:

@@ -72,6 +72,8 @@ COMPONENTS: dict[str, tuple[str, str]] = {
     "kube-scheduler": ("kubernetes", "k8s.io/kubernetes"),
     "kwok": ("kwok", "sigs.k8s.io/kwok"),
     "training-operator": ("training-operator", "github.com/kubeflow/training-operator"),
+    # Not a component of the control plane: what installs the chart on it (e2e/helm.py).
+    "helm": ("helm", "helm.sh/helm/v3"),
 }
 
 
