@@ -89,6 +89,7 @@ package-check:
 	rm -rf build/package-check && $(PYTHON) -m venv build/package-check
 	build/package-check/bin/python -m pip install --quiet .
 	build/package-check/bin/jobsync evaluate events/evaluate-pytorchjob-succeeded-index5.json
+	build/package-check/bin/jobsync preflight --help > /dev/null
 	rm -rf build/package-check layers/jobsync/*.egg-info
 
 $(SAM_VENV)/bin/sam:

@@ -76,4 +76,4 @@ def install(
 
 
 def uninstall(kubeconfig: Path, namespace: str = "ml-training", release: str = RELEASE) -> str:
-    return run("uninstall", release, "-n", namespace, "--kubeconfig", str(kubeconfig), "--wait")
+    return run("uninstall", release, "-n", namespace, "--kubeconfig", str(kubeconfig), "--wait", "--ignore-not-found")

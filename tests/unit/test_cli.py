@@ -106,10 +106,10 @@ def test_no_command_is_a_usage_error():
         [sys.executable, "-m", "jobsync"],
         capture_output=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": "layers/jobsync"},
+        env={**os.environ, "PYTHONPATH": "layers/jobsync:cli"},  # as pip install . lays them out
         timeout=60,
         check=False,
     )
 
     assert proc.returncode == 2
-    assert b"{evaluate,run,status,list}" in proc.stderr  # the usage lists every command
+    assert b"{evaluate,preflight,run,status,list}" in proc.stderr  # the usage lists every command

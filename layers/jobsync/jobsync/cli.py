@@ -87,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate_cmd.add_argument("file", metavar="FILE", help="the object, an eks:call response, or - for stdin")
     evaluate_cmd.set_defaults(func=_cmd_evaluate)
 
+    try:  # preflight lives beside the library (cli/), which the Lambda layer does not ship
+        from jobsync_cli.preflight import command as preflight
+    except ImportError:
+        preflight = None  # type: ignore[assignment]
+    if preflight is not None:
+        preflight.add_command(commands)
+
     from jobsync import follow  # run, status, list: start and follow executions (jobsync.follow)
 
     follow.add_commands(commands)
