@@ -17,24 +17,33 @@ from botocore import xform_name
 _SG_SHORTCUTS = {"protocol", "port", "source-group"}
 
 
-def run(command: str) -> dict[str, Any]:
-    """The operation's answer; ``ValueError`` for an option the operation does not take."""
-    words = shlex.split(command.split("  #", 1)[0])
+#: Options of the AWS CLI itself, on every command.
+GLOBAL_OPTIONS = {"region", "query", "output", "profile", "endpoint-url", "no-cli-pager"}
+
+
+def parse(command: str | list[str]) -> tuple[Any, Any, dict[str, Any], dict[str, list[str]]]:
+    """(client, operation model, API parameters, global options) of an ``aws SERVICE COMMAND ...`` line.
+
+    ``ValueError`` for a command or an option the service does not have, or a required member missing.
+    """
+    words = shlex.split(command.split("  #", 1)[0]) if isinstance(command, str) else list(command)
     if words[:1] != ["aws"] or len(words) < 3:
         raise ValueError(f"not an aws command: {command}")
     service, operation, rest = words[1], words[2], words[3:]
     options = _options(rest)
-    region = options.pop("region", ["us-east-1"])[0]
-    client = boto3.client(service, region_name=region)
+    globals_ = {key: options.pop(key) for key in list(options) if key in GLOBAL_OPTIONS}
+    region = (globals_.get("region") or ["us-east-1"])[0]
+    client = boto3.client(service, region_name=region if region.startswith(("us-", "eu-", "ap-")) else "us-east-1")
     model = client.meta.service_model.operation_model(_operation_name(client, operation))
     members = model.input_shape.members if model.input_shape else {}
     by_cli_name = {xform_name(name, "-"): name for name in members}
     params: dict[str, Any] = {}
     if service == "ec2" and operation == "authorize-security-group-ingress" and _SG_SHORTCUTS & set(options):
-        port = int(options.pop("port")[0])
+        port = options.pop("port")[0]
         pair = {"GroupId": options.pop("source-group")[0]}
+        protocol = options.pop("protocol")[0]
         params["IpPermissions"] = [
-            {"IpProtocol": options.pop("protocol")[0], "FromPort": port, "ToPort": port, "UserIdGroupPairs": [pair]}
+            {"IpProtocol": protocol, "FromPort": _int(port), "ToPort": _int(port), "UserIdGroupPairs": [pair]}
         ]
     for option, values in options.items():
         negated = option.startswith("no-") and option[3:] in by_cli_name
@@ -42,7 +51,21 @@ def run(command: str) -> dict[str, Any]:
         if name is None:
             raise ValueError(f"aws {service} {operation} has no option --{option}")
         params[name] = _value(members[name], values, negated)
+    required = set(model.input_shape.required_members) if model.input_shape else set()
+    missing = sorted(required - set(params))
+    if missing:
+        raise ValueError(f"aws {service} {operation} needs {', '.join(missing)}")
+    return client, model, params, globals_
+
+
+def run(command: str) -> dict[str, Any]:
+    """The operation's answer (moto and the stand-in in the tests)."""
+    client, model, params, _ = parse(command)
     return getattr(client, xform_name(model.name))(**params)  # type: ignore[no-any-return]
+
+
+def _int(text: str) -> Any:
+    return int(text) if text.isdigit() else text
 
 
 def _operation_name(client: Any, cli_name: str) -> str:
@@ -81,7 +104,7 @@ def _value(shape: Any, values: list[str], negated: bool) -> Any:
 
 def _scalar(shape: Any, text: str) -> Any:
     if shape.type_name in {"integer", "long"}:
-        return int(text)
+        return _int(text)
     if shape.type_name == "boolean":
         return text.lower() == "true"
     if shape.type_name == "list":

@@ -1,13 +1,27 @@
-"""Every generated output: path -> its text as the sources say it should be."""
+"""Every generated output: whole files (path -> render) and doc sections (tools.generated.docs)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from tools.generated import chart_kinds
+from tools.generated import chart_kinds, docs
+from tools.generated.sections import ROOT, Section
 
-ROOT = Path(__file__).resolve().parents[2]
+FILES: dict[Path, Callable[[], str]] = {chart_kinds.PATH: chart_kinds.render}
+
+
+def sections() -> list[Section]:
+    return docs.sections()
 
 
 def render_all() -> dict[Path, str]:
-    return {chart_kinds.PATH: chart_kinds.render()}
+    """Each file as its sources say it should read now."""
+    out = {path: render() for path, render in FILES.items()}
+    for section in sections():
+        text = out.get(section.path) or section.path.read_text()
+        out[section.path] = section.apply(text, section.render())
+    return out
+
+
+__all__ = ["ROOT", "render_all", "sections"]
