@@ -67,10 +67,12 @@ KINDS ?= PyTorchJob
 
 E2E_BIN := $(or $(JOBSYNC_E2E_BIN),$(HOME)/.cache/jobsync-e2e/bin)
 HELM := $(E2E_BIN)/helm
-## The cluster side, charts/jobsync: build the pinned helm (e2e/cluster/build.sh helm: Go 1.26), lint the chart
-## and render it with each charts/jobsync/ci/*-values.yaml into build/chart/. make test compares what it renders
-## with what the code calls (tests/integration/test_chart.py, test_rbac.py); make e2e installs it.
-chart:
+## The cluster side, charts/jobsync: build the pinned helm (e2e/cluster/build.sh helm: Go 1.26), lint the chart,
+## render it with each charts/jobsync/ci/*-values.yaml into build/chart/ and validate that against the API schemas
+## of KUBE_RELEASES (tools/kubeschema.py). make test compares what it renders with what the code calls
+## (tests/integration/test_chart.py, test_rbac.py); make e2e installs it.
+KUBE_RELEASES ?= v1.30.14 v1.34.4 v1.37.2
+chart: $(STAMP)
 	e2e/cluster/build.sh helm
 	for values in charts/jobsync/ci/*-values.yaml; do $(HELM) lint --strict charts/jobsync -f $$values || exit 1; done
 	mkdir -p build/chart
@@ -78,6 +80,7 @@ chart:
 	  $(HELM) template jobsync charts/jobsync -n $(NAMESPACE) --kube-version v1.34.4 -f $$values \
 	    > build/chart/$$(basename $$values -values.yaml).yaml || exit 1; \
 	done
+	$(BIN)/python tools/kubeschema.py $(KUBE_RELEASES) -- build/chart/*.yaml
 
 ## Rewrite what is generated from its source of truth (charts/jobsync/files/kinds.yaml, the docs' tables);
 ## make test fails when one drifts (tests/unit/test_generated.py).
