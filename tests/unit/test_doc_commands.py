@@ -194,7 +194,10 @@ def test_each_helm_command_installs_the_chart_with_values_it_takes(cwd, words):
     if words[1] == "uninstall":
         assert words[2] == "jobsync"
         return
-    assert words[1:3] == ["upgrade", "--install"] and (cwd / words[4]).resolve() == CHART
+    if words[1] == "template":
+        assert (cwd / words[3]).resolve() == CHART
+    else:
+        assert words[1:3] == ["upgrade", "--install"] and (cwd / words[4]).resolve() == CHART
     known = chart_values()
     values: dict[str, Any] = {}
     for flag, setting in itertools.pairwise(words):
@@ -215,6 +218,20 @@ def test_each_helm_command_installs_the_chart_with_values_it_takes(cwd, words):
         values.setdefault("notifier", {}).setdefault("image", {})["repository"] = "registry.example/n"
         values["eventBusName"], values["region"] = "jobsync-jobs", "us-east-1"
     assert helm.template(values, "ml-training")
+
+
+@pytest.mark.parametrize(("cwd", "words"), [p for p in by("helm") if p.values[1][1] == "template"])
+def test_the_rendering_piped_to_kubectl_is_yaml_and_nothing_else(cwd, words):
+    """The pipe kubectl reads: every document a Kubernetes object, no line of anything else on stdout."""
+    from e2e import helm
+
+    if not helm.available():
+        pytest.skip("helm is not built: make chart")
+    args = [w.replace("$NAMESPACE", "ml-training") if w.startswith("$") else w for w in words[1:]]
+    out = helm.run(*[str(CHART) if a == "charts/jobsync" else a for a in args], "--kube-version", helm.KUBE_VERSION)
+    docs = [doc for doc in yaml.safe_load_all(out) if doc is not None]
+    assert docs and all(isinstance(doc, dict) and doc.get("apiVersion") and doc.get("kind") for doc in docs)
+    assert all(line.startswith(("#", "---", " ", "-")) or ":" in line for line in out.splitlines() if line)
 
 
 @pytest.mark.parametrize(("cwd", "words"), by("jobsync"))
