@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check rbac demo lint format bench bench-throughput validate build scan clean
+.PHONY: test test-future package-check chart generated demo lint format bench bench-throughput validate build scan clean
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -64,17 +64,35 @@ bench-throughput: $(STAMP)
 
 NAMESPACE ?= ml-training
 KINDS ?= PyTorchJob
-GROUP ?= jobsync
 
-## The Kubernetes RBAC for a deployment: make rbac NAMESPACE=... KINDS=... [WATCH=1] [NOTIFIER=1] | kubectl apply -f -
-rbac: $(STAMP)
-	@PYTHONPATH=layers/jobsync:cli $(BIN)/python -m jobsync_cli rbac --namespace $(NAMESPACE) --kinds $(KINDS) --group $(GROUP) $(if $(WATCH),--watch) $(if $(NOTIFIER),--notifier)
+E2E_BIN := $(or $(JOBSYNC_E2E_BIN),$(HOME)/.cache/jobsync-e2e/bin)
+HELM := $(E2E_BIN)/helm
+## The cluster side, charts/jobsync: build the pinned helm (e2e/cluster/build.sh helm: Go 1.26), lint the chart,
+## render it with each charts/jobsync/ci/*-values.yaml into build/chart/ and validate that against the API schemas
+## of KUBE_RELEASES (tools/kubeschema.py). make test compares what it renders with what the code calls
+## (tests/integration/test_chart.py, test_rbac.py); make e2e installs it.
+KUBE_RELEASES ?= v1.30.14 v1.34.4 v1.37.2
+chart: $(STAMP)
+	e2e/cluster/build.sh helm
+	for values in charts/jobsync/ci/*-values.yaml; do $(HELM) lint --strict charts/jobsync -f $$values || exit 1; done
+	mkdir -p build/chart
+	for values in charts/jobsync/ci/*-values.yaml; do \
+	  $(HELM) template jobsync charts/jobsync -n $(NAMESPACE) --kube-version v1.34.4 -f $$values \
+	    > build/chart/$$(basename $$values -values.yaml).yaml || exit 1; \
+	done
+	$(BIN)/python tools/kubeschema.py $(KUBE_RELEASES) -- build/chart/*.yaml
+
+## Rewrite what is generated from its source of truth (charts/jobsync/files/kinds.yaml, the docs' tables);
+## make test fails when one drifts (tests/unit/test_generated.py).
+generated: $(STAMP) $(SCAN_VENV)/.installed
+	PYTHONPATH=layers/jobsync:cli:notifier:. $(BIN)/python -m tools.generated
 
 ## pip install . into a fresh virtual environment, then run its jobsync command.
 package-check:
 	rm -rf build/package-check && $(PYTHON) -m venv build/package-check
 	build/package-check/bin/python -m pip install --quiet .
 	build/package-check/bin/jobsync evaluate events/evaluate-pytorchjob-succeeded-index5.json
+	build/package-check/bin/jobsync preflight --help > /dev/null
 	rm -rf build/package-check layers/jobsync/*.egg-info cli/*.egg-info
 
 $(SAM_VENV)/bin/sam:

@@ -72,6 +72,8 @@ COMPONENTS: dict[str, tuple[str, str]] = {
     "kube-scheduler": ("kubernetes", "k8s.io/kubernetes"),
     "kwok": ("kwok", "sigs.k8s.io/kwok"),
     "training-operator": ("training-operator", "github.com/kubeflow/training-operator"),
+    # Not a component of the control plane: what installs the chart on it (e2e/helm.py).
+    "helm": ("helm", "helm.sh/helm/v3"),
 }
 
 
@@ -654,6 +656,10 @@ class ControlPlane:
                 f"--config={kwok_config}",
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                # Heartbeats by node Lease, as a kubelet sends them (40 s, renewed well within): without them
+                # kwok posts node status about once a minute, past the node lifecycle controller's grace, which
+                # then marks every pod on the node not ready (a Deployment's replicas unavailable).
+                "--node-lease-duration-seconds=40",
                 f"--cidr={POD_CIDR}",
                 "--node-ip=127.0.0.1",
                 f"--node-port={port}",

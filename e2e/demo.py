@@ -3,8 +3,8 @@
     python -m e2e.demo [--scenario success|failure|restarting|image-pull-backoff|timeout|operator-down]
                        [--input events/run-job-input.json] [--namespace ml-training] [--kinds PyTorchJob]
 
-Starts the control plane (e2e/controlplane.py), applies the Role ``jobsync rbac`` renders for the namespace and
-kinds, writes the jobsync-lambda kubeconfig, turns the scenario into kwok annotations on the input's pod
+Starts the control plane (e2e/controlplane.py), installs the chart (charts/jobsync) with the real helm for the
+namespace and kinds, writes the jobsync-lambda kubeconfig, turns the scenario into kwok annotations on the input's pod
 templates, and runs ``python -m harness.demo --kubeconfig`` on the wall clock with small waits. It prints the
 same lines as ``make demo``. The demo's input is the PyTorchJob of events/run-job-input.json; with another
 ``--kinds`` give an ``--input`` of that kind.
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.controlplane import ControlPlane, missing_binaries
-from e2e.tests.runs import FAST, apply_role, pod_annotations, with_pods
+from e2e.tests.runs import FAST, install_chart, pod_annotations, with_pods
 from harness import demo
 
 #: What kwok makes of each demo scenario's pods, and what the input asks (restarting: see below).
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"control plane up in {cp.startup_seconds}s: {cp.versions_line()}", file=sys.stderr)
         if args.namespace != "ml-training":
             cp.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": args.namespace}}])
-        apply_role(cp, args.kinds, namespace=args.namespace)
+        install_chart(cp, args.kinds, namespace=args.namespace)
         kubeconfig = cp.write_kubeconfig("jobsync")
         input_file = Path(tmp) / "input.json"
         input_file.write_text(json.dumps(execution_input))

@@ -14,7 +14,7 @@ mkdir -p "$bin/.stamps"
 
 export CGO_ENABLED=0 GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
 
-command -v go >/dev/null || { echo "build.sh: needs Go (1.24 or newer) on PATH" >&2; exit 1; }
+command -v go >/dev/null || { echo "build.sh: needs Go (1.26 or newer: helm's module asks for it) on PATH" >&2; exit 1; }
 
 # version MODULE_DIR MODULE: the version the module at MODULE_DIR pins MODULE at.
 version() { (cd "$here/$1" && go list -m -f '{{.Version}}' "$2"); }
@@ -52,8 +52,22 @@ kube_ldflags() {
   echo "$flags"
 }
 
+# What helm's own Makefile sets: its version, and the Kubernetes version `helm template` and `helm lint` assume
+# (from the client-go it is built with; without it, v1.20).
+helm_ldflags() {
+  local v client minor flags="-s -w"
+  v="$(version helm helm.sh/helm/v3)"
+  client="$(version helm k8s.io/client-go)"   # v0.37.0
+  minor="${client#v0.}"; minor="${minor%%.*}"
+  flags+=" -X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    flags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$minor"
+  done
+  echo "$flags"
+}
+
 want=("$@")
-[[ ${#want[@]} -gt 0 ]] || want=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator)
+[[ ${#want[@]} -gt 0 ]] || want=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok training-operator helm)
 
 for component in "${want[@]}"; do
   case "$component" in
@@ -63,6 +77,7 @@ for component in "${want[@]}"; do
     kwok) build kwok kwok sigs.k8s.io/kwok/cmd/kwok "-s -w" ;;
     training-operator)
       build training-operator training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 "-s -w" ;;
+    helm) build helm helm helm.sh/helm/v3/cmd/helm "$(helm_ldflags)" ;;
     *) echo "build.sh: unknown component $component" >&2; exit 2 ;;
   esac
 done

@@ -1,7 +1,7 @@
 """The `make demo` scenarios, played by the real training-operator and kwok instead of the simulator.
 
 Each test runs the real state machine (moto's interpreter, the real handlers in-process, the wall clock) as
-jobsync-lambda with only the Role ``jobsync rbac`` renders, and asserts the verdict, the Cause and what is
+jobsync-lambda with only the Role the chart installs, and asserts the verdict, the Cause and what is
 left in the cluster: the job kept or deleted as ``cleanup`` says, and after a delete its pods removed by the
 real garbage collector.
 """

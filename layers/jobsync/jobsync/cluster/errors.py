@@ -89,7 +89,8 @@ def from_api_exception(exc: ApiException) -> JobsyncError:
     if status == 403:
         return ClusterAccessDenied(
             f"Kubernetes RBAC denied the request (403): {message}. "
-            "Grant it in the jobsync Role (manifests/rbac.yaml) bound to the Lambdas' group."
+            "Grant it in the jobsync Role bound to the functions' group (charts/jobsync; jobsync preflight "
+            "names every grant that is missing)."
         )
     if status == 429 or status >= 500:
         retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
