@@ -8,14 +8,16 @@ derives the set from the requests the Lambdas make and compares):
 - submit: create + get the job kinds (get to adopt on a retried submit);
 - status: get the job (watch in watch mode); list pods by label; get
   the objects between a job and its pods that their owner references name
-  (a TrainJob's JobSet and batch Jobs: is the pod really the job's?); get
-  pods/log of a failed pod; list the events of a stuck pod (is capacity
-  coming? can its image ever be pulled?);
+  (a TrainJob's JobSet and batch Jobs, a JobSet's or an MPIJob launcher's
+  batch Jobs, a RayJob's RayCluster and submitter Job: is the pod really the
+  job's?); get pods/log of a failed pod; list the events of a stuck pod (is
+  capacity coming? can its image ever be pulled?);
 - cleanup: get + delete the job;
 - the notifier: list + watch the job kinds.
 
 Kinds are grouped by their real API group (kubeflow.org, batch,
-trainer.kubeflow.org, sagemaker.aws.amazon.com, ...), one rule each.
+trainer.kubeflow.org, jobset.x-k8s.io, ray.io, sparkoperator.k8s.io,
+batch.volcano.sh, sagemaker.aws.amazon.com, ...), one rule each.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ POD_RULES = (
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
 )
-# The objects between a job and its pods (KindSpec.via) are only read, one by one.
+# The objects between a job and its pods (KindSpec.owners) are only read, one by one.
 OWNER_VERBS = ("get",)
 NOTIFIER_VERBS = ("list", "watch")
 NAME = "jobsync"
@@ -60,7 +62,7 @@ def owner_rules(kinds: Iterable[KindSpec]) -> list[dict[str, Any]]:
     """get on the objects between the kinds' jobs and their pods, unless they are allowed kinds themselves."""
     kinds = list(kinds)
     allowed = {(spec.group, spec.plural) for spec in kinds}
-    parts = [part for spec in kinds for part in spec.via if (part.group, part.plural) not in allowed]
+    parts = [part for spec in kinds for part in spec.owners if (part.group, part.plural) not in allowed]
     return kind_rules(parts, OWNER_VERBS)
 
 

@@ -206,9 +206,8 @@ def _explain(
     if spec.pod_selector(state.job.name) is None:
         # No pods in the cluster (SageMaker): the result is what the status carries.
         return Explanation(verdict, result=_result(spec, obj, state, cluster) if ends else None)
-    uid = pods.uid_of(obj)
     if verdict.phase == Phase.PENDING and since_submit > settings.diagnose_after_seconds:
-        found = _job_pods(spec, state, uid, cluster)
+        found = _job_pods(spec, state, obj, cluster)
         findings = diagnostics.pod_findings(found.pods)
         stuck_found = diagnostics.stuck_reason(findings)
         reported = findings + found.notes()
@@ -231,7 +230,7 @@ def _explain(
         since = clock.isoformat(stuck_since)
         return Explanation(verdict, reported, stuck_checked=True, stuck_since=since, stuck_until=until)
     if verdict.phase == Phase.FAILED:
-        found = _job_pods(spec, state, uid, cluster)
+        found = _job_pods(spec, state, obj, cluster)
         failed = diagnostics.failed_container(found.pods)
         log_tail = None
         if failed:
@@ -248,9 +247,11 @@ def _explain(
     return Explanation(verdict)
 
 
-def _job_pods(spec: KindSpec, state: LoopState, uid: str, cluster: Cluster) -> pods.JobPods:
+def _job_pods(spec: KindSpec, state: LoopState, obj: dict[str, Any], cluster: Cluster) -> pods.JobPods:
     """The job's own pods (jobsync.run.pods): the pods with its label that its controller reference leads to."""
-    found = pods.job_pods(spec, state.job.namespace, state.job.name, uid, cluster)
+    status = obj.get("status")
+    status = status if isinstance(status, dict) else None
+    found = pods.job_pods(spec, state.job.namespace, state.job.name, pods.uid_of(obj), cluster, status)
     return found if found is not None else pods.JobPods([])
 
 
