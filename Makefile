@@ -136,7 +136,8 @@ scan: $(SCAN_VENV)/.installed $(ASL_DIR)/node_modules/.installed
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(ASL_DIR)/node_modules .aws-sam build/scan .pytest_cache .ruff_cache .hypothesis
 
-## End-to-end tier: real etcd, kube-apiserver, controller-manager, scheduler, kwok and training-operator (e2e/README.md).
+## End-to-end tier: real etcd, kube-apiserver, controller-manager, scheduler, kwok and training-operator, and Kueue,
+## JobSet and Trainer v2 for the tests that need them (e2e/README.md).
 .PHONY: e2e-build cluster e2e
 
 ## Build the e2e binaries into $JOBSYNC_E2E_BIN (default ~/.cache/jobsync-e2e/bin); quick when nothing changed.

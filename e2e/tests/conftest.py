@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from e2e import controllers
 from e2e.controlplane import ControlPlane, default_bin_dir, missing_binaries, pinned_versions
 
 HERE = Path(__file__).resolve().parent
@@ -23,8 +24,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    pinned = pinned_versions()
-    missing = missing_binaries()
+    pinned = pinned_versions() | controllers.pinned_versions()
+    missing = missing_binaries() + controllers.missing()
     where = f"binaries: {default_bin_dir()}" + (f" (missing: {', '.join(missing)})" if missing else "")
     return "e2e pinned: " + ", ".join(f"{name} {version}" for name, version in pinned.items()) + f"; {where}"
 

@@ -13,15 +13,17 @@ import contextlib
 import copy
 import functools
 import json
+import os
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client
 
-from e2e import helm
+from e2e import controllers, helm
 from e2e.controlplane import (
     EXIT_CODE_ANNOTATION,
     JOB_NAMESPACE,
@@ -115,6 +117,15 @@ def pytorch_input(
     job = json.loads(RUN_INPUT.read_text())["job"]
     replicas = {"Worker": worker} if worker else None
     return run_input(with_pods(job, annotations or pod_annotations(), restart_policy, replicas), **fields)
+
+
+def need_controllers() -> None:
+    """Skip (fail, under JOBSYNC_E2E_REQUIRED) when Kueue, JobSet or Trainer's binaries or manifests are missing."""
+    absent = controllers.missing()
+    if absent and os.environ.get("JOBSYNC_E2E_REQUIRED"):
+        pytest.fail(f"JOBSYNC_E2E_REQUIRED is set but these are missing: {', '.join(absent)}")
+    if absent:
+        pytest.skip(f"missing {', '.join(absent)}: run make e2e-build")
 
 
 # ---------------------------------------------------------------- the deployment's cluster side: the chart

@@ -22,8 +22,8 @@ from e2e.controlplane import JOB_NAMESPACE, OUTCOME_ANNOTATION, ControlPlane
 from e2e.tests.jobs import wait_for
 from e2e.tests.runs import install_chart
 from jobsync import runtime
-from jobsync_cli import main as cli
 from jobsync.cluster import reset_cache
+from jobsync_cli import main as cli
 from tests.support.aws_standin import Account
 
 ROLE = "arn:aws:iam::123456789012:role/jobsync-ClusterAccessRole-1AB2CD3EF4GH"

@@ -25,7 +25,8 @@ def render() -> str:
             "kind": spec.kind,
             "group": spec.group,
             "plural": spec.plural,
-            "via": [{"group": part.group, "plural": part.plural} for part in spec.via],
+            "byName": spec.by_name,
+            "owners": [{"group": part.group, "plural": part.plural} for part in spec.owners],
         }
         for spec in KINDS
         if spec.plural

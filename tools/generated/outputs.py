@@ -24,4 +24,4 @@ def render_all() -> dict[Path, str]:
     return out
 
 
-__all__ = ["ROOT", "render_all", "sections"]
+__all__ = ["FILES", "ROOT", "render_all", "sections"]

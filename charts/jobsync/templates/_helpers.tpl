@@ -24,7 +24,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 
 {{/*
 The registry entries AllowedKinds names, as JSON: entries are kind names (every API group that
-serves one) or apiVersion/Kind, parsed as the functions parse JOBSYNC_ALLOWED_KINDS
+serves one, but for kinds named only by apiVersion: byName false) or apiVersion/Kind, parsed as the functions parse JOBSYNC_ALLOWED_KINDS
 (jobsync.settings.parse_allowed_kinds). files/kinds.yaml is the registry, generated from
 jobsync.evaluation.kinds.
 */}}
@@ -41,7 +41,7 @@ jobsync.evaluation.kinds.
 {{- end -}}
 {{- else -}}
 {{- range $registry -}}
-{{- if eq .kind $entry -}}{{- $matches = append $matches . -}}{{- end -}}
+{{- if and (eq .kind $entry) .byName -}}{{- $matches = append $matches . -}}{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- if not $matches -}}

@@ -57,7 +57,7 @@ def functions(kinds: Iterable[KindSpec], completion_mode: str = "poll") -> list[
     grants |= {
         Grant("get", part.group, part.plural or "", OWNER)
         for k in kinds
-        for part in k.via
+        for part in k.owners
         if (part.group, part.plural) not in allowed
     }
     grants |= {Grant(*grant) for grant in POD_GRANTS}

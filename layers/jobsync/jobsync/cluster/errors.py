@@ -86,6 +86,9 @@ def from_api_exception(exc: ApiException) -> JobsyncError:
     status = exc.status or 0
     if status == 401:
         return unauthorized(None, after_refresh=False, detail=message)
+    if status == 403 and message.startswith("admission webhook "):
+        # A webhook's refusal (Kueue, Trainer, JobSet validate what they run) comes back as 403 too.
+        return InvalidInput(f"the Kubernetes API rejected the job ({status} {exc.reason}): {message}")
     if status == 403:
         return ClusterAccessDenied(
             f"Kubernetes RBAC denied the request (403): {message}. "
