@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check rbac demo lint format bench bench-throughput validate build scan clean
+.PHONY: test test-future package-check rbac demo lint format bench bench-throughput validate build scan clean sam-local
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -89,6 +89,11 @@ validate: $(SAM_VENV)/bin/sam
 
 build: $(SAM_VENV)/bin/sam
 	PATH=$(abspath $(SAM_VENV))/bin:$$PATH $(SAM_VENV)/bin/sam build --template template.yaml
+
+## The functions as AWS runs them: a Docker daemon (started and stopped again when none answers), the Lambda
+## image built from pinned parts (lambda_runtime/), sam build, then every sample event through sam local.
+sam-local: $(STAMP) $(SAM_VENV)/bin/sam
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime check -q
 
 # The scanners, each in a folder of its own, pinned: requirements-scan.txt and the npm lock.
 $(SCAN_VENV)/.installed: requirements-scan.txt

@@ -1,0 +1,69 @@
+"""What the sample events need around the functions, for the container and for the in-process handler alike.
+
+``LocalJobsync`` is the backing: the local Kubernetes API (url mode), moto (S3 with events/templates,
+the table, Step Functions), the state machine ARN the cleanup function trusts. The containers reach
+the API and moto through relays on the bridge's gateway (``lambda_runtime.relay``) with the same
+settings the in-process handlers read from this process's environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.local import LocalJobsync
+from jobsync import clock as jobsync_clock
+from jobsync import runtime
+from lambda_runtime import sam
+from lambda_runtime.daemon import Daemon
+from lambda_runtime.relay import relayed
+from tests.support.lambdas import QUIET, FakeLambdaContext, invoke
+
+
+@dataclass
+class Stack:
+    daemon: Daemon
+    local: LocalJobsync
+    template: Path
+    env_vars: Path
+    container_env: dict[str, str]
+
+    def in_process(self, function: str, event: Any) -> Any:
+        """functions/<function>/app.py's answer, on the wall clock as the container's is; an error as its payload."""
+        runtime.reset()
+        previous = jobsync_clock._now
+        jobsync_clock.set_clock(jobsync_clock.wall)
+        try:
+            return invoke(function, event, FakeLambdaContext(function_name=f"jobsync-{function}"))
+        except Exception as exc:  # what the runtime reports for it, as the harness builds it
+            from harness.sfn.lambdas import runtime_error
+
+            return runtime_error(exc, "in-process")
+        finally:
+            jobsync_clock.set_clock(previous)
+
+
+def container_env(kube_url: str, aws_url: str) -> dict[str, str]:
+    """The settings this process's handlers run with, the cluster and AWS reached through the relays."""
+    env = {key: value for key, value in os.environ.items() if key.startswith(("JOBSYNC_", "POWERTOOLS_"))}
+    env.update(JOBSYNC_CLUSTER_MODE="url", JOBSYNC_KUBE_URL=kube_url, AWS_ENDPOINT_URL=aws_url)
+    return env
+
+
+@contextlib.contextmanager
+def stack(daemon: Daemon, gateway: str, local: LocalJobsync | None = None) -> Iterator[Stack]:
+    """A LocalJobsync (or ``local``), the relays to it, and the template and env file SAM runs with."""
+    with contextlib.ExitStack() as exits:
+        if local is None:
+            local = exits.enter_context(LocalJobsync(env=QUIET))
+        assert local.api is not None
+        kube_url = exits.enter_context(relayed(gateway, local.api.url))
+        aws_url = exits.enter_context(relayed(gateway, local._aws_endpoint()))
+        env = container_env(kube_url, aws_url)
+        template = exits.enter_context(sam.local_template(env))
+        env_vars = exits.enter_context(sam.env_file(env))
+        yield Stack(daemon, local, template, env_vars, env)
