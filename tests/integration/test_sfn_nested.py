@@ -11,7 +11,6 @@ from typing import Any
 
 import boto3
 import pytest
-
 from moto.stepfunctions.parser import models as parser_models
 
 from harness.clock import VirtualClock
