@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             say(f"sam build in {sam_build(daemon):.1f}s")
             env = {**daemon.env(), "JOBSYNC_SAM_LOCAL_REQUIRED": "1"}
             if args.what == "check":
-                command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(TESTS), *extra]
+                chosen = [] if any(Path(arg.split("::")[0]).exists() for arg in extra) else [str(TESTS)]
+                command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *chosen, *extra]
             else:
                 command = [part for part in args.command if part != "--"]
             ready = time.monotonic() - began

@@ -15,6 +15,7 @@ Invocations read the runtime's answer from the body: neither SAM nor the emulato
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -26,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,9 @@ FUNCTIONS = {
 }
 #: ClusterName has no default; the stack name the built ARNs use (samconfig.toml's).
 PARAMETERS = {"ClusterName": "local"}
+
+
+_copies = itertools.count()
 
 
 class SamError(RuntimeError):
@@ -92,13 +96,21 @@ def parameter_overrides(parameters: Mapping[str, str] | None = None) -> list[str
 
 
 @contextlib.contextmanager
-def local_template(variables: Mapping[str, str]) -> Iterator[Path]:
-    """A copy of the built template whose Globals also declare ``variables`` (empty); removed afterwards."""
+def local_template(
+    variables: Mapping[str, str], functions: Mapping[str, Mapping[str, Any]] | None = None
+) -> Iterator[Path]:
+    """A copy of the built template whose Globals also declare ``variables`` (empty); removed afterwards.
+
+    ``functions`` changes properties of functions by logical id, for the error-name checks only (a
+    Timeout of seconds, a MemorySize the runtime cannot start in).
+    """
     template = yaml.safe_load((BUILD / "template.yaml").read_text())  # sam build writes the long form
     declared = template["Globals"]["Function"]["Environment"]["Variables"]
     for name in variables:
         declared.setdefault(name, "")
-    path = BUILD / f"template.{os.getpid()}.yaml"
+    for logical_id, properties in (functions or {}).items():
+        template["Resources"][logical_id]["Properties"].update(properties)
+    path = BUILD / f"template.{os.getpid()}.{next(_copies)}.yaml"
     path.write_text(yaml.safe_dump(template, sort_keys=False))
     try:
         yield path
@@ -123,9 +135,11 @@ def env_file(values: Mapping[str, str], per_function: Mapping[str, Mapping[str, 
 class Answer:
     """What the runtime answered: the payload, and the error it reports (``errorType``) if the function failed."""
 
-    payload: Any
+    payload: Any  # the body as JSON, or its text when it is not JSON
     seconds: float
     log: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def error_type(self) -> str | None:
@@ -150,6 +164,13 @@ def invoke(
     if done.returncode != 0 or not done.stdout.strip():
         raise SamError(f"sam local invoke {function} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return Answer(json.loads(done.stdout), time.monotonic() - began, done.stderr)
+
+
+def _body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return raw.decode(errors="replace")
 
 
 def _free_port() -> int:
@@ -209,10 +230,10 @@ class StartLambda:
         began = time.monotonic()
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:  # SAM's own refusal (no such function, ...), not the function's
-            raise SamError(f"start-lambda answered {exc.code} for {name}: {exc.read()[:2000]!r}") from None
-        return Answer(json.loads(raw) if raw else None, time.monotonic() - began)
+                raw, status, headers = response.read(), response.status, dict(response.headers)
+        except urllib.error.HTTPError as exc:
+            raw, status, headers = exc.read(), exc.code, dict(exc.headers)
+        return Answer(_body(raw), time.monotonic() - began, status=status, headers=headers)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,15 +55,25 @@ def container_env(kube_url: str, aws_url: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def stack(daemon: Daemon, gateway: str, local: LocalJobsync | None = None) -> Iterator[Stack]:
-    """A LocalJobsync (or ``local``), the relays to it, and the template and env file SAM runs with."""
+def stack(
+    daemon: Daemon,
+    gateway: str,
+    local: LocalJobsync | None = None,
+    functions: Mapping[str, Mapping[str, Any]] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[Stack]:
+    """A LocalJobsync (or ``local``), the relays to it, and the template and env file SAM runs with.
+
+    ``functions``: properties changed in the template copy (``sam.local_template``); ``env``: settings of the
+    containers' over the in-process ones.
+    """
     with contextlib.ExitStack() as exits:
         if local is None:
             local = exits.enter_context(LocalJobsync(env=QUIET))
         assert local.api is not None
         kube_url = exits.enter_context(relayed(gateway, local.api.url))
         aws_url = exits.enter_context(relayed(gateway, local._aws_endpoint()))
-        env = container_env(kube_url, aws_url)
-        template = exits.enter_context(sam.local_template(env))
-        env_vars = exits.enter_context(sam.env_file(env))
-        yield Stack(daemon, local, template, env_vars, env)
+        values = {**container_env(kube_url, aws_url), **(env or {})}
+        template = exits.enter_context(sam.local_template(values, functions))
+        env_vars = exits.enter_context(sam.env_file(values))
+        yield Stack(daemon, local, template, env_vars, values)
