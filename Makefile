@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check rbac demo lint format bench bench-throughput validate build scan clean sam-local
+.PHONY: test test-future package-check rbac demo lint format bench bench-throughput validate build scan clean sam-local bench-container
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ format: $(STAMP)
 ## It keeps the throughput figures of the last make bench-throughput (too slow to rerun here: minutes per mode).
 bench: $(STAMP)
 	PYTHONPATH=layers/jobsync:. $(BIN)/python -m bench
+
+## Each function's cold start in the Lambda runtime (sam local start-lambda, needs Docker as make sam-local does);
+## updates only the container_cold_start key of bench/results.json and the docs/performance.md rendered from it.
+bench-container: $(STAMP) $(SAM_VENV)/bin/sam
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run -- $(BIN)/python -m bench --container
 
 THROUGHPUT_MAX ?= 100
 ## Throughput of RunJobs in the local run: 1, 10 and 100 jobs started together per completion mode;
@@ -136,5 +141,8 @@ cluster: $(STAMP) e2e-build
 
 ## Build, then run the e2e tests (make test does not collect them: testpaths is tests/).
 ## JOBSYNC_E2E_REQUIRED=1 (set by .ci/run): missing binaries fail the run instead of skipping it.
-e2e: $(STAMP) e2e-build
-	PYTHONPATH=layers/jobsync:. $(BIN)/python -m pytest -m e2e e2e/tests
+## The Lambdas run in-process and, where a Docker daemon can be had (python -m lambda_runtime run), also in the
+## Lambda runtime through sam local start-lambda; without one those tests skip.
+e2e: $(STAMP) $(SAM_VENV)/bin/sam e2e-build
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run --if-available -- \
+	  $(BIN)/python -m pytest -m e2e e2e/tests

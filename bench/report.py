@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import container
 from bench.simulate import SAFETY_POLL_SECONDS, policy_settings, standard_policies
 from jobsync.run.policy import WaitBounds
 from jobsync.run.stuck import Grace, grace_seconds
@@ -626,6 +627,7 @@ def markdown(results: dict[str, Any], png_name: str) -> str:
         "with the handler in the same fresh process. Import times are `python -c` in fresh processes, "
         "interleaved, after one warm-up of each.",
         "",
+        *container.section(results),
         "## Cost model",
         "",
         "State transitions and history events come from walking `statemachine/run_job.asl.json` (and a "
