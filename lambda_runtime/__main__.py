@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="what", required=True)
     sub.add_parser("check", help="the sam local checks (lambda_runtime/tests); other arguments go to pytest")
     run = sub.add_parser("run", help="a command with the daemon, the image and the build ready")
+    run.add_argument(
+        "--if-available",
+        action="store_true",
+        help="when no daemon can be had, run the command anyway (its container tests then skip, saying why)",
+    )
     run.add_argument("command", nargs=argparse.REMAINDER)
     sub.add_parser("image", help="only the daemon and the image")
     args, extra = parser.parse_known_args(argv)
@@ -69,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
             return code
     except (DaemonError, ImageError, SamError) as exc:
         say(str(exc))
+        if args.what == "run" and args.if_available and not isinstance(exc, SamError):
+            say("running the command without the Lambda runtime")
+            command = [part for part in args.command if part != "--"]
+            return subprocess.run(command, cwd=ROOT, check=False).returncode
         return 1
     finally:
         say(f"total {time.monotonic() - began:.0f}s")

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lambda_runtime import relay, sam
-from lambda_runtime.daemon import Daemon, answering
-from lambda_runtime.image import IMAGE
+from lambda_runtime import relay
+from lambda_runtime.daemon import Daemon
+from lambda_runtime.remote import ready
 
 HERE = Path(__file__).resolve().parent
 
@@ -36,15 +35,10 @@ def missing(why: str) -> None:
 
 @pytest.fixture(scope="session")
 def daemon() -> Daemon:
-    found = answering()
+    found, why = ready()
     if found is None:
-        missing("no Docker daemon answers (DOCKER_HOST or the default socket)")
+        missing(why)
     assert found is not None
-    image = subprocess.run(["docker", "image", "inspect", IMAGE], env=found.env(), capture_output=True, check=False)
-    if image.returncode != 0:
-        missing(f"the daemon at {found.host} has no {IMAGE}")
-    if not sam.built() or not sam.SAM.exists():
-        missing("no sam build output in .aws-sam/build")
     return found
 
 

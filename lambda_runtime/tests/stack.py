@@ -9,7 +9,6 @@ settings the in-process handlers read from this process's environment.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from jobsync import runtime
 from lambda_runtime import sam
 from lambda_runtime.daemon import Daemon
 from lambda_runtime.relay import relayed
+from lambda_runtime.remote import local_settings
 from tests.support.lambdas import QUIET, FakeLambdaContext, invoke
 
 
@@ -47,13 +47,6 @@ class Stack:
             jobsync_clock.set_clock(previous)
 
 
-def container_env(kube_url: str, aws_url: str) -> dict[str, str]:
-    """The settings this process's handlers run with, the cluster and AWS reached through the relays."""
-    env = {key: value for key, value in os.environ.items() if key.startswith(("JOBSYNC_", "POWERTOOLS_"))}
-    env.update(JOBSYNC_CLUSTER_MODE="url", JOBSYNC_KUBE_URL=kube_url, AWS_ENDPOINT_URL=aws_url)
-    return env
-
-
 @contextlib.contextmanager
 def stack(
     daemon: Daemon,
@@ -73,7 +66,7 @@ def stack(
         assert local.api is not None
         kube_url = exits.enter_context(relayed(gateway, local.api.url))
         aws_url = exits.enter_context(relayed(gateway, local._aws_endpoint()))
-        values = {**container_env(kube_url, aws_url), **(env or {})}
+        values = {**local_settings(kube_url, aws_url), **(env or {})}
         template = exits.enter_context(sam.local_template(values, functions))
         env_vars = exits.enter_context(sam.env_file(values))
         yield Stack(daemon, local, template, env_vars, values)
