@@ -33,10 +33,12 @@ test-future: $(STAMP) $(SCAN_VENV)/.installed
 	$(BIN)/python -m pytest -q --clock-offset-days=1460
 
 ## Run the state machine end to end on the local Kubernetes API and operator simulator;
-## CLUSTER=local-real: on the e2e tier's real control plane (make e2e-build first; NAMESPACE, KINDS apply).
-demo: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build)
+## CLUSTER=local-real: on the e2e tier's real control plane (make e2e-build first; NAMESPACE, KINDS apply), the
+## functions in the Lambda runtime (sam local start-lambda) when a Docker daemon can be had.
+demo: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build $(SAM_VENV)/bin/sam)
 ifeq ($(CLUSTER),local-real)
-	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m e2e.demo --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS)
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run --if-available -- $(BIN)/python -m e2e.demo \
+	  --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS)
 else
 	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
 endif
