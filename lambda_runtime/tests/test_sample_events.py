@@ -24,7 +24,7 @@ from lambda_runtime.daemon import Daemon
 from lambda_runtime.tests.stack import Stack, stack
 from tests.support.kube import PYTORCHJOBS
 from tests.support.lambdas import EVENTS, load_event
-from tests.unit.test_evaluate_handler import EXPECTED_PHASES
+from tests.unit.test_evaluate_handler import EXPECTED_PHASES, WITH_PROGRESS
 
 EXECUTION_INPUTS = ("run-job-", "run-jobs-")
 EVENT_FILES = sorted(p.name for p in EVENTS.glob("*.json") if not p.name.startswith(EXECUTION_INPUTS))
@@ -93,7 +93,11 @@ def expected(name: str, answer: Any) -> None:
     function = function_of(name)
     if function == "evaluate":
         assert answer["phase"] == EXPECTED_PHASES[name]
-        assert set(answer) == {"phase", "terminal", "reason", "message", "since", "kind"}
+        expected_keys = {"phase", "terminal", "reason", "message", "since", "kind"}
+        if name in WITH_PROGRESS:  # only the kinds whose status reports it
+            assert isinstance(answer.get("progress"), dict) and answer["progress"], answer
+            expected_keys.add("progress")
+        assert set(answer) == expected_keys
     elif function == "submit":
         assert answer["phase"] == "PENDING" and answer["polls"] == 0 and answer["waitSeconds"] > 0
         assert answer["job"]["uid"]
