@@ -69,12 +69,15 @@ def test_callback_mode_resumed_by_the_notifiers_event(control_plane: ControlPlan
     with jobsync_run(
         control_plane, CALLBACK, notifier=True, notifier_env=NOTIFIER_ENV, containers=lambda_containers
     ) as local:
-        arn = local.start(pytorch_input(pod_annotations(run_duration="3s"), cleanup="never"), name="ctr-callback")
+        # The job outlives the Await's start in a container of its own (seconds; tens on a loaded machine): an
+        # Await that saw the end itself would resume the run with no event to test.
+        body = pytorch_input(pod_annotations(run_duration="20s"), cleanup="never")
+        arn = local.start(body, name="ctr-callback")
         stop_date(local, arn)
         assert local.sfn is not None
         local.sfn.settle()
         resumed = [c.result for c in calls(local, "jobsync-resume", arn) if c.result]
         awaited = calls(local, "jobsync-await", arn)
         all_in_containers(local, control_plane)
+    assert awaited and all(not (c.result or {}).get("terminal") for c in awaited), [c.result for c in awaited]
     assert [r["resumed"] for r in resumed].count(True) == 1, resumed
-    assert awaited and all(not (c.result or {}).get("terminal") for c in awaited)
