@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 # What SendTaskSuccess answers for a token that can no longer be used.
 USED_TOKEN_ERRORS = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
+# A token item's key: this, then the execution's ARN (the notifier reads the keys alone: which executions wait).
+TOKEN_PREFIX = "token#"
 # Tokens outlive the deadline by a day, then DynamoDB's TTL removes them.
 TOKEN_TTL_AFTER_DEADLINE = 86_400
 
@@ -45,7 +47,7 @@ class TokenStore:
 
     @staticmethod
     def _key(execution: str) -> dict[str, str]:
-        return {"pk": f"token#{execution}"}
+        return {"pk": f"{TOKEN_PREFIX}{execution}"}
 
     def _item(self, state: LoopState, token: str) -> dict[str, Any]:
         expires = int(seconds(state.deadline)) + TOKEN_TTL_AFTER_DEADLINE
