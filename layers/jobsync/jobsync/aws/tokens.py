@@ -38,6 +38,10 @@ class Waiting:
     token: str
     state: LoopState
 
+    @property
+    def execution(self) -> str:
+        return self.state.execution
+
 
 class TokenStore:
     """Task tokens by execution, in the stack's DynamoDB table (``pk`` ``token#<execution ARN>``)."""
@@ -62,6 +66,25 @@ class TokenStore:
         if not item:
             return None
         return Waiting(str(item["token"]), LoopState.model_validate_json(str(item["state"])))
+
+    def waiting(self) -> list[Waiting]:
+        """Every execution that waits now (a Scan of the token items, strongly consistent): the sweeper's work list.
+
+        The table holds only tokens and learned hints, and a token lives while its execution waits (plus a
+        day's TTL past the deadline), so this is as large as the executions that wait, not as the history.
+        """
+        from boto3.dynamodb.conditions import Attr
+
+        found: list[Waiting] = []
+        request: dict[str, Any] = {"FilterExpression": Attr("pk").begins_with(TOKEN_PREFIX), "ConsistentRead": True}
+        while True:
+            page = self._table.scan(**request)
+            found.extend(
+                Waiting(str(i["token"]), LoopState.model_validate_json(str(i["state"]))) for i in page["Items"]
+            )
+            if "LastEvaluatedKey" not in page:
+                return found
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def update(self, state: LoopState, token: str) -> bool:
         """Keep the latest loop state (stuck-since, phase-since, polls) while ``token`` is still the stored one.
