@@ -63,7 +63,7 @@ def test_the_lambdas_know_the_rate_the_schedule_runs_at(minutes, rate):
     assert sweep_seconds(rendered) == {str(60 * minutes)}
 
 
-def test_only_the_sweep_function_may_scan_the_token_store():
+def test_only_the_sweep_function_may_scan_the_token_store_and_the_notifier_reads_its_keys_alone():
     rendered = stack(CompletionMode="callback", CreateNotifierIdentity="true")
     table = rendered.arns["JobsyncTable"]
     sweep = rendered.arns["SweepFunction"]
@@ -74,12 +74,17 @@ def test_only_the_sweep_function_may_scan_the_token_store():
         if s.get("Effect") == "Allow" and {"dynamodb:Scan", "dynamodb:GetItem"} & set(as_list(s.get("Action")))
     ]
     scans = [(where, s) for where, s in reading if "dynamodb:Scan" in as_list(s["Action"])]
-    (scan,) = scans  # the sweeper's alone: the notifier's role may not read the table
-    where, s = scan
-    assert where.startswith("SweeperFindsWaitingExecutions"), where
-    assert s["Action"] == "dynamodb:Scan"
-    assert as_list(s["Resource"]) == [table[0]] or set(as_list(s["Resource"])) <= set(table), where
-    (function,) = as_list((s.get("Condition") or {})["ArnEquals"]["lambda:SourceFunctionArn"])
-    assert function in sweep, (function, sweep)
+    assert len(scans) == 2, scans
+    for where, s in scans:
+        assert as_list(s["Resource"]) == [table[0]] or set(as_list(s["Resource"])) <= set(table), where
+        condition = s.get("Condition") or {}
+        if where.startswith("SweeperFindsWaitingExecutions"):
+            assert s["Action"] == "dynamodb:Scan"
+            (function,) = as_list(condition["ArnEquals"]["lambda:SourceFunctionArn"])
+            assert function in sweep, (function, sweep)
+        else:
+            assert where.startswith("NotifierReadsWhichExecutionsWait"), where
+            assert condition["ForAllValues:StringEquals"]["dynamodb:Attributes"] == ["pk"]
+            assert condition["StringEqualsIfExists"]["dynamodb:Select"] == "SPECIFIC_ATTRIBUTES"
     roles = {where.split(".")[0] for where, _ in reading}
-    assert roles == {"ClusterAccessRole", "SweeperFindsWaitingExecutions"}
+    assert roles == {"ClusterAccessRole", "SweeperFindsWaitingExecutions", "NotifierReadsWhichExecutionsWait"}
