@@ -12,7 +12,9 @@
 - in callback mode, the notifier as the process it is when deployed
   (harness.notifier_process), watching the local API (or the kubeconfig's
   cluster) over HTTP and putting its events on the local bus over HTTP
-  (harness.aws_server), where the stack's rule invokes the resume function.
+  (harness.aws_server), where the stack's rule invokes the resume function;
+  with JOBSYNC_SWEEP_SECONDS, the stack's schedule running the sweep function
+  that often on the run's clock (harness.sweeper).
 
 The demo (harness.demo), the tests and the benchmark all run through here.
 """
@@ -39,6 +41,7 @@ from harness.local_stack import EVENT_BUS, TABLE, TEMPLATE_BUCKET, TEMPLATE_PREF
 from harness.notifier_process import NotifierProcess
 from harness.operator_sim import OperatorSim
 from harness.sfn import LocalStepFunctions
+from harness.sweeper import SweepSchedule
 from jobsync import clock as jobsync_clock
 from jobsync import cluster as jobsync_cluster
 from jobsync import runtime
@@ -49,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
 RUN_JOBS_DEFINITION = ROOT / "statemachine" / "run_jobs.asl.json"
 PYTORCHJOB_CRD = Path(__file__).resolve().parent / "crds" / "kubeflow.org_pytorchjobs.yaml"
-FUNCTIONS = ("submit", "status", "cleanup", "await", "resume")
+FUNCTIONS = ("submit", "status", "cleanup", "await", "resume", "sweep")
 NAMESPACE = "ml-training"
 STATE_MACHINE = "jobsync-run-job"
 RUN_JOBS_STATE_MACHINE = "jobsync-run-jobs"
@@ -146,6 +149,7 @@ class LocalJobsync(LocalStack):
         notifier_log: Path | None = None,
         notifier_env: dict[str, str] | None = None,
         template_dirs: tuple[Path, ...] = (),
+        sweeper: bool = True,
     ) -> None:
         self.scenario = scenario
         self.timings = timings or {}
@@ -180,6 +184,10 @@ class LocalJobsync(LocalStack):
         self._run_jobs_arn = ""
         # Folders whose *.yaml are served as job templates too, beside events/templates/ (an example's own).
         self.template_dirs = tuple(template_dirs)
+        # Callback mode with JOBSYNC_SWEEP_SECONDS: the stack's schedule runs the sweeper (False: it never runs,
+        # as when the schedule is disabled or the function fails; the Lambdas still wait as with a sweeper).
+        self.sweeper_enabled = sweeper
+        self.sweeps: SweepSchedule | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -239,6 +247,9 @@ class LocalJobsync(LocalStack):
         runtime.reset()
         if self.notifier_enabled:
             self.start_notifier()
+        seconds = int(os.environ.get("JOBSYNC_SWEEP_SECONDS") or 0)
+        if self.sweeper_enabled and seconds and os.environ.get("JOBSYNC_COMPLETION_MODE") == "callback":
+            self.sweeps = SweepSchedule(self.sfn, self.clock, seconds).start()
 
     def _virtual_watch(self, seconds: float) -> None:
         """An open watch lets ``seconds`` pass: at once, or among RunJobs' children in its turn (``virtual_sleep``)."""
@@ -248,6 +259,9 @@ class LocalJobsync(LocalStack):
             self.clock.advance(seconds)
 
     def __exit__(self, *exc: object) -> None:
+        if self.sweeps:
+            self.sweeps.stop()
+            self.sweeps = None
         self.stop_notifier()
         if self._aws_server is not None:
             self._aws_server.close()

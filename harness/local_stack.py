@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from harness.aws_server import client_env, endpoint, moto_server
+from harness.eventbridge import put_events_size_limit
 from harness.kubeapi import KubeAPI
 from harness.notifier_process import NotifierProcess, deployed_env
 from harness.sfn import LocalStepFunctions
@@ -123,9 +124,11 @@ class LocalStack:
         return self.notifier
 
     def _aws_endpoint(self) -> str:
-        """The URL of this process's moto backends over HTTP (harness.aws_server), served from first use."""
+        """The URL of this process's moto backends over HTTP (harness.aws_server), served from first use;
+        PutEvents there meets AWS's 256 KB request limit (harness.eventbridge)."""
         if self._aws_server is None:
             self._aws_server = contextlib.ExitStack()
+            self._aws_server.enter_context(put_events_size_limit())
             self._aws_url = endpoint(self._aws_server.enter_context(moto_server()))
         return self._aws_url
 

@@ -52,7 +52,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def deployed_env(namespace: str, kinds: str, event_bus: str, region: str) -> dict[str, str]:
+def deployed_env(namespace: str, kinds: str, event_bus: str, region: str, table: str = "") -> dict[str, str]:
     """The container environment the chart gives the notifier's Deployment (charts/jobsync), less where the
     cluster is and the health port, which the run sets itself; tests/integration/test_chart.py compares."""
     from jobsync.settings import parse_allowed_kinds
@@ -61,6 +61,7 @@ def deployed_env(namespace: str, kinds: str, event_bus: str, region: str) -> dic
         "JOBSYNC_NAMESPACE": namespace,
         "JOBSYNC_ALLOWED_KINDS": ",".join(f"{k.api_version}/{k.kind}" for k in parse_allowed_kinds(kinds)),
         "JOBSYNC_EVENT_BUS_NAME": event_bus,
+        **({"JOBSYNC_TABLE_NAME": table} if table else {}),
         "AWS_REGION": region,
         "POWERTOOLS_SERVICE_NAME": "jobsync-notifier",
         "POWERTOOLS_LOG_LEVEL": "INFO",

@@ -9,6 +9,7 @@ from typing import Any
 from harness.kubeapi.crds import validate_schema
 from harness.kubeapi.errors import ApiError, PageNotFound, invalid
 from harness.kubeapi.names import check_name, label_causes
+from harness.kubeapi.paging import Chunks
 from harness.kubeapi.patch import json_patch, merge_patch
 from harness.kubeapi.routes import Obj, Route
 from harness.kubeapi.selectors import FieldSelector, Selector
@@ -19,6 +20,7 @@ class RestVerbs(Store):
     """What each request does to the store, with the apiserver's checks and its Status errors."""
 
     strict_resources: bool  # 404 for a group/plural no registered CRD serves, as a real server does
+    _chunks: Chunks  # the snapshots of LISTs read in chunks
 
     def _validate(self, route: Route, obj: Obj, mode: str, name: str) -> list[str]:
         """Check ``obj`` against its CRD schema in place; return the warnings to send."""
@@ -93,22 +95,31 @@ class RestVerbs(Store):
             return copy.deepcopy(obj)
 
     def handle_list(self, route: Route, query: dict[str, str]) -> Obj:
+        """A LIST, whole or in chunks (``limit``, ``continue``: harness.kubeapi.paging)."""
         labels, fields = Selector(query.get("labelSelector")), FieldSelector(query.get("fieldSelector"))
+        limit = int(query["limit"]) if (query.get("limit") or "").isdigit() else 0
         with self.lock:
             self._check_served(route)
-            items = [
-                copy.deepcopy(o)
-                for o in self._scope(route)
-                if labels.matches(o["metadata"].get("labels")) and fields.matches(o)
-            ]
+            if query.get("continue"):
+                oldest = self._events[0].rv if self._events else self._rv + 1
+                rv, chunk, after = self._chunks.next(query["continue"], limit, oldest)
+            else:
+                matching = [
+                    o for o in self._scope(route) if labels.matches(o["metadata"].get("labels")) and fields.matches(o)
+                ]
+                matching.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+                rv = self._rv
+                chunk, after = self._chunks.first(rv, matching, limit)
+            items = [copy.deepcopy(o) for o in chunk]
             kind = self.kind_of(route)
             list_kind = kind + "List" if kind else "List"
             crd = self._crds.get((route.group, route.plural))
             if crd:
                 list_kind = crd.list_kind
-            rv = str(self._rv)
-        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-        return {"kind": list_kind, "apiVersion": route.api_version, "metadata": {"resourceVersion": rv}, "items": items}
+        meta: Obj = {"resourceVersion": str(rv)}
+        if after:
+            meta["continue"] = after
+        return {"kind": list_kind, "apiVersion": route.api_version, "metadata": meta, "items": items}
 
     def _scope(self, route: Route) -> list[Obj]:
         return [

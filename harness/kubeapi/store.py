@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.kubeapi.crds import CRD
+from harness.kubeapi.paging import Chunks
 from harness.kubeapi.routes import Key, Obj, Route, parse_path, route_from_key
 
 CORE_KINDS = {
@@ -53,6 +54,7 @@ class Store:
         self._kinds: dict[tuple[str, str], str] = {}
         self._events: deque[WatchEvent] = deque(maxlen=2000)
         self._rv = 0
+        self._chunks = Chunks()
 
     # ----------------------------------------------------------------- test-facing store API
 

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: done.set())
     done.wait()
     notifier.stop()
-    logger.info("notifier stopped")
+    logger.info("notifier stopped", extra={"published": notifier.publisher.published, "lost": notifier.publisher.lost})
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The notifier: one watcher per allowed kind, publishing to EventBridge, with health endpoints."""
+"""The notifier: one watcher per allowed kind, publishing to EventBridge in batches, with health endpoints."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from kubernetes.client import ApiClient
 
 from jobsync.settings import Settings
 from jobsync_notifier.health import HealthServer
-from jobsync_notifier.publish import EventBridgePublisher
+from jobsync_notifier.publish import BatchedPublisher
 from jobsync_notifier.settings import NotifierSettings
+from jobsync_notifier.waiting import WaitingExecutions
 from jobsync_notifier.watch import KindWatcher
 
 
@@ -21,11 +22,22 @@ class Notifier:
         settings: Settings,
         notifier_settings: NotifierSettings,
         events_client: Any = None,
+        dynamodb_client: Any = None,
     ) -> None:
-        publisher = EventBridgePublisher(notifier_settings.event_bus_name, events_client)
+        self.publisher = BatchedPublisher(
+            notifier_settings.event_bus_name, events_client, notifier_settings.publish_concurrency
+        )
+        # Which executions wait (the stack's table): what a start or a relist needs to say, and no more.
+        waiting = WaitingExecutions(settings.table_name, dynamodb_client) if settings.table_name else None
         self.watchers = [
             KindWatcher(
-                api_client, spec, settings.namespace, publisher.publish, notifier_settings.watch_timeout_seconds
+                api_client,
+                spec,
+                settings.namespace,
+                self.publisher.submit,
+                notifier_settings.watch_timeout_seconds,
+                waiting,
+                notifier_settings.page_size,
             )
             for spec in settings.allowed_kinds
         ]
@@ -48,4 +60,5 @@ class Notifier:
             watcher.stopping.set()
         for thread in self._threads:
             thread.join(timeout)
+        self.publisher.stop(timeout)  # what was seen is published before the process ends
         self.health.stop()

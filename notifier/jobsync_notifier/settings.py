@@ -1,4 +1,4 @@
-"""The notifier's own settings; the namespace and allowed kinds are the Lambdas' (jobsync.settings)."""
+"""The notifier's own settings; the namespace, allowed kinds and table are the Lambdas' (jobsync.settings)."""
 
 from __future__ import annotations
 
@@ -18,3 +18,5 @@ class NotifierSettings(_FromEnvironment):
     stale_after_seconds: int = Field(
         900, gt=0, description="/healthz fails when no list or watch answered for this long."
     )
+    publish_concurrency: int = Field(8, ge=1, le=32, description="PutEvents calls at once (each puts up to 10 events).")
+    page_size: int = Field(500, ge=1, le=10_000, description="Jobs per page of a LIST: the most it reads at once.")

@@ -109,6 +109,16 @@ def test_every_variable_the_notifier_gets_is_one_it_reads_and_the_local_run_give
     assert {k: v for k, v in env.items() if k not in {"JOBSYNC_CLUSTER_MODE", "JOBSYNC_HEALTH_PORT"}} == local
 
 
+def test_with_the_stacks_table_the_notifier_knows_which_executions_wait():
+    deployment = by_kind(render({**CALLBACK, "tableName": "jobsync-JobsyncTable-1AB2"}))[
+        "Deployment", "jobsync-notifier"
+    ]
+    env = {e["name"]: e["value"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert Settings.from_env(env).table_name == "jobsync-JobsyncTable-1AB2"
+    local = deployed_env("ml-training", "PyTorchJob", "jobsync-jobs", "us-east-1", "jobsync-JobsyncTable-1AB2")
+    assert {k: v for k, v in env.items() if k not in {"JOBSYNC_CLUSTER_MODE", "JOBSYNC_HEALTH_PORT"}} == local
+
+
 def test_irsa_is_an_annotation_and_the_architecture_a_node_selector():
     arn = "arn:aws:iam::123456789012:role/notifier"
     values = {**CALLBACK, "notifier": {**CALLBACK["notifier"], "irsaRoleArn": arn}}

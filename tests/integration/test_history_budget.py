@@ -3,8 +3,9 @@
 Through the real state machine on virtual time: SafetyPollSeconds at its minimum
 (60 s), WatchSeconds at its shortest (60 s), the longest deadline an input may
 ask for (MaxTimeoutSeconds' default, 30 days), and a healthy job that runs
-until two hours before it. Callback mode runs without a notifier, so every round
-is an Await that times out and one Status poll: the most a round can cost. The
+until two hours before it. Callback mode runs without a notifier (and, with the
+sweeper's settings, without its schedule: every wait is the Await's backstop),
+so every round is an Await that times out and one Status poll: the most a round can cost. The
 execution must succeed, under 25,000 history events (the local run fails it at
 25,000 as AWS does), and each look must cost what the policy budgets for it.
 """
@@ -28,7 +29,15 @@ MODES = {
     "poll": {},
     "watch": {"JOBSYNC_COMPLETION_MODE": "watch", "JOBSYNC_WATCH_SECONDS": "60"},
     "callback": {"JOBSYNC_COMPLETION_MODE": "callback", "JOBSYNC_SAFETY_POLL_SECONDS": "60"},
+    # The stack's sweeper, dead as well as the notifier: every round is the Await's backstop, here an hour (the
+    # template's is 6 h; tests/unit/test_look_budget.py holds the shortest, 60 s, to the budget up to a year).
+    "sweeper": {
+        "JOBSYNC_COMPLETION_MODE": "callback",
+        "JOBSYNC_SWEEP_SECONDS": "120",
+        "JOBSYNC_BACKSTOP_SECONDS": "3600",
+    },
 }
+LOOKS_AS = {"poll": "poll", "watch": "watch", "callback": "callback", "sweeper": "callback"}
 
 
 def look_lengths(types: list[str]) -> collections.Counter[int]:
@@ -41,7 +50,7 @@ def look_lengths(types: list[str]) -> collections.Counter[int]:
 def test_a_healthy_job_to_the_longest_deadline_keeps_the_history_budget(mode):
     timings = {"pending_s": 60, "run_s": DEADLINE - 2 * 3600 - 60}
     env = {**QUIET, **MODES[mode]}
-    with LocalJobsync("success", timings, env=env, notifier=False, max_step=600) as local:
+    with LocalJobsync("success", timings, env=env, notifier=False, sweeper=False, max_step=600) as local:
         assert local.sfn
         # Nothing answers a token here (no notifier): a wait moves time to its timeout in one step.
         local.sfn.callback_step_seconds = float(DEADLINE)
@@ -55,4 +64,4 @@ def test_a_healthy_job_to_the_longest_deadline_keeps_the_history_budget(mode):
     noticed = clock.parse(result.output["noticedAt"]) - clock.parse(result.output["finishedAt"])
     assert 0 <= noticed < 2 * 3600
     lengths = look_lengths(types)
-    assert lengths.most_common(1)[0][0] == LOOK_EVENTS[mode], lengths  # what a look costs, as budgeted
+    assert lengths.most_common(1)[0][0] == LOOK_EVENTS[LOOKS_AS[mode]], lengths  # what a look costs, as budgeted

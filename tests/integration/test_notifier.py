@@ -18,10 +18,10 @@ from moto import mock_aws
 from harness.kubeapi import KubeAPI
 from harness.local import pytorchjob_crd
 from jobsync.cluster import get_api_client, reset_cache
+from jobsync.core.event import DETAIL_TYPE, SOURCE
 from jobsync.run.manifests import job_labels
 from jobsync.settings import ClusterSettings, Settings
 from jobsync_notifier.notifier import Notifier
-from jobsync_notifier.publish import DETAIL_TYPE, SOURCE
 from jobsync_notifier.settings import NotifierSettings
 from jobsync_notifier.watch import Expired, KindWatcher
 

@@ -219,6 +219,9 @@ class _Renderer:
                 return any(self.value(a) for a in arg)
             if key == "Condition":
                 return self.condition(arg)
+            if key == "Fn::FindInMap":
+                mapping, first, second = (self.value(a) for a in arg)
+                return self.template["Mappings"][mapping][str(first)][second]
             if key.startswith("Fn::"):
                 raise NotImplementedError(f"{key}: add it to tests/support/stack.py")
         return {k: v for k, v in ((k, self.value(v)) for k, v in node.items()) if v is not NO_VALUE}

@@ -42,8 +42,10 @@ def deployed(monkeypatch):
 
 def clients() -> dict[str, object]:
     from jobsync_cli import aws as cli_aws
-    from jobsync_notifier.publish import EventBridgePublisher
+    from jobsync_notifier.publish import BatchedPublisher
 
+    publisher = BatchedPublisher("jobsync-jobs")
+    publisher.stop()
     return {
         "s3 (templates)": runtime._s3(),
         "dynamodb (tokens)": runtime.table().meta.client,
@@ -51,7 +53,7 @@ def clients() -> dict[str, object]:
         "stepfunctions": runtime.stepfunctions(),
         "eks": connection._eks("us-east-1"),
         "sts (token presigning)": eks_token.sts_client("us-east-1"),
-        "events (notifier)": EventBridgePublisher("jobsync-jobs")._client,
+        "events (notifier)": publisher._client,
         "stepfunctions (jobsync run)": cli_aws.client("stepfunctions", "us-east-1"),
     }
 

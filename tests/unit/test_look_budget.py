@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from jobsync import clock
+from jobsync.core.outcome import Phase
 from jobsync.core.wait import with_next_wait
 from jobsync.run.inputs import LoopState
 from jobsync.settings import Settings
@@ -20,7 +21,7 @@ HISTORY_LIMIT = 25_000
 # History events one look costs, as the local run's histories show them
 # (tests/integration/test_history_budget.py counts them): poll and watch, Wait 2,
 # Status 5, IsDone 2; callback, IsDone 2, Await 6, Status 5.
-LOOK_EVENTS = {"poll": 9, "watch": 9, "callback": 13}
+LOOK_EVENTS = {"poll": 9, "watch": 9, "callback": 13, "sweeper": 13}
 # What an execution spends besides its looks: 20 events of its own (test_run_job counts them) and
 # room for retried attempts and LostSight laps: what 2,400 polls of 9 leave (docs/state-machine.md).
 RESERVE = HISTORY_LIMIT - 2400 * 9
@@ -30,6 +31,8 @@ MODES = {
     "poll": Settings(),
     "watch": Settings(completion_mode="watch", watch_seconds=60),
     "callback": Settings(completion_mode="callback", safety_poll_seconds=60),
+    # With the sweeper, the Await's own timeout is the backstop; at its shortest (60 s) it still keeps the budget.
+    "sweeper": Settings(completion_mode="callback", sweep_seconds=120, backstop_seconds=60),
 }
 
 
@@ -79,3 +82,30 @@ def test_watch_mode_without_a_watch_waits_as_poll_mode():
     # CompletionMode=watch with no WatchSeconds set: nothing holds a watch, so the Wait state must wait.
     unwatched = Settings(completion_mode="watch", watch_seconds=0)
     assert looks_to_deadline(unwatched, "RUNNING", 2) == looks_to_deadline(MODES["poll"], "RUNNING", 2)
+
+
+def test_with_the_sweeper_the_await_waits_the_backstop_whatever_the_phase_and_the_sweeper_gets_the_checks():
+    sweeper = Settings(completion_mode="callback", sweep_seconds=120)
+    for phase in ("PENDING", "RUNNING", "UNKNOWN"):
+        assert looks_to_deadline(sweeper, phase, 2) == 8  # 6 h apart: 2 days are 8 looks
+        assert looks_to_deadline(sweeper, phase, 0.1) == 1  # never past the deadline
+    state = LoopState.model_validate(
+        {
+            "job": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "namespace": "ml-training", "name": "t"},
+            "execution": "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:budget",
+            "submittedAt": clock.isoformat(T0),
+            "deadline": clock.isoformat(T0 + DAY),
+            "phase": "PENDING",
+            "phaseSince": clock.isoformat(T0),
+        }
+    )
+    pending = with_next_wait(state, T0, sweeper)
+    # The starting job's first check (the pods read 121 s after submission) is the sweeper's, not a timeout's.
+    assert (pending.waitSeconds, pending.payload()["sweepAt"]) == (6 * 3600, clock.isoformat(T0 + 121))
+    running = with_next_wait(state.model_copy(update={"phase": Phase.RUNNING}), T0 + 600, sweeper)
+    assert (running.waitSeconds, running.sweepAt) == (6 * 3600, None)  # its end comes as an event, or a LIST
+    ended = with_next_wait(pending.model_copy(update={"terminal": True, "phase": Phase.SUCCEEDED}), T0 + 700, sweeper)
+    assert (ended.waitSeconds, ended.sweepAt) == (0, None)
+    # Without the sweeper nothing changes: the Await times out at the check itself.
+    alone = with_next_wait(state, T0, Settings(completion_mode="callback"))
+    assert (alone.waitSeconds, alone.sweepAt) == (121, None)

@@ -215,7 +215,9 @@ def test_the_notifiers_repository_is_made_only_when_asked_for_with_immutable_sca
 @pytest.mark.parametrize(("target", "machine"), [("RunJob", "jobsync-run-job"), ("RunJobs", "jobsync-run-jobs")])
 def test_the_schedule_starts_the_state_machine_it_targets_and_may_start_no_other(target, machine):
     resources = stack(ScheduleTarget=target)
-    (schedule,) = of_type(resources, "AWS::Scheduler::Schedule").values()
+    # The sweeper's own schedule (tests/unit/test_template_sweeper.py) is the other one.
+    schedules = of_type(resources, "AWS::Scheduler::Schedule")
+    (schedule,) = (s for rid, s in schedules.items() if not rid.startswith("SweepFunction"))
     arn = f"arn:{PARTITION}:states:{REGION}:{ACCOUNT}:stateMachine:{machine}"
     assert schedule["Target"]["Arn"] == arn
     role = resources["ScheduleRole"]["Properties"]

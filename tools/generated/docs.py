@@ -94,7 +94,13 @@ OPTIONS = {
     "AlarmEmail": {"AlarmEmail": "ops@example.com"},
     "ScheduleTarget=RunJobs": {"ScheduleTarget": "RunJobs"},
 }
-POLICY_TYPES = ("AWS::IAM::Role", "AWS::IAM::ManagedPolicy", "AWS::SQS::QueuePolicy", "AWS::KMS::Key")
+POLICY_TYPES = (
+    "AWS::IAM::Role",
+    "AWS::IAM::RolePolicy",
+    "AWS::IAM::ManagedPolicy",
+    "AWS::SQS::QueuePolicy",
+    "AWS::KMS::Key",
+)
 
 
 def iam_statements(parameters: dict[str, str]) -> list[tuple[str, str, str, str, str]]:

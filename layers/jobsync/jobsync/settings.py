@@ -93,6 +93,13 @@ class WaitSettings:
     completion_mode: CompletionMode
     watch_seconds: int
     safety_poll_seconds: int
+    sweep_seconds: int = 0
+    backstop_seconds: int = 21_600
+
+    @property
+    def sweeps(self) -> bool:
+        """Whether the stack's sweeper runs (callback mode with a sweep interval, ``jobsync.run.sweep``)."""
+        return self.mode == "callback" and self.sweep_seconds > 0
 
     @property
     def mode(self) -> WaitMode:
@@ -286,6 +293,18 @@ class Settings(_FromEnvironment):
         ge=1,
         description="Callback mode: the longest wait for an event before one ordinary poll (a dead notifier's cost).",
     )
+    sweep_seconds: int = Field(
+        0,
+        ge=0,
+        description="Callback mode: the stack's sweeper runs this often and does the starting jobs' checks and a "
+        "dead notifier's work (0: no sweeper; each Await then times out to look itself).",
+    )
+    backstop_seconds: int = Field(
+        21_600,
+        ge=60,
+        description="Callback mode with the sweeper: the longest an Await waits before it looks itself, should "
+        "both the notifier and the sweeper fail.",
+    )
     table_name: str = Field("", description="Callback mode and learned hints: the stack's DynamoDB table.")
     state_machine_arn: str = Field(
         "",
@@ -317,7 +336,14 @@ class Settings(_FromEnvironment):
             running_max_seconds=self.running_max_wait_seconds,
             poll_budget=self.poll_budget,
         )
-        return WaitSettings(bounds, self.completion_mode, self.watch_seconds, self.safety_poll_seconds)
+        return WaitSettings(
+            bounds,
+            self.completion_mode,
+            self.watch_seconds,
+            self.safety_poll_seconds,
+            self.sweep_seconds,
+            self.backstop_seconds,
+        )
 
     @cached_property
     def starts(self) -> StartSettings:

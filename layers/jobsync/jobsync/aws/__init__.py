@@ -46,13 +46,16 @@ class Bounds:
         backoff = sum(min(20.0, 2.0**n) + 5 for n in range(self.attempts - 1))
         return self.attempts * (self.connect_seconds + self.read_seconds) + backoff
 
-    def config(self) -> Any:
+    def config(self, pool: int | None = None) -> Any:
+        """botocore's Config; ``pool`` connections when a client makes that many calls at once (default 10)."""
         from botocore.config import Config
 
+        extra = {"max_pool_connections": pool} if pool else {}
         return Config(
             connect_timeout=self.connect_seconds,
             read_timeout=self.read_seconds,
             retries={"mode": "standard", "total_max_attempts": self.attempts},
+            **extra,
         )
 
 
@@ -73,10 +76,10 @@ def boto3() -> ModuleType:
     return module
 
 
-def client(service: str, bounds: Bounds = CALL, session: Any = None, **kwargs: Any) -> Any:
-    """A boto3 client for ``service`` held to ``bounds`` (from ``session`` when given)."""
+def client(service: str, bounds: Bounds = CALL, session: Any = None, pool: int | None = None, **kwargs: Any) -> Any:
+    """A boto3 client for ``service`` held to ``bounds`` (from ``session`` when given), ``pool`` calls at once."""
     maker = session if session is not None else boto3()
-    return maker.client(service, config=bounds.config(), **kwargs)
+    return maker.client(service, config=bounds.config(pool), **kwargs)
 
 
 def resource(service: str, bounds: Bounds = CALL, **kwargs: Any) -> Any:

@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 # What SendTaskSuccess answers for a token that can no longer be used.
 USED_TOKEN_ERRORS = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
+# A token item's key: this, then the execution's ARN (the notifier reads the keys alone: which executions wait).
+TOKEN_PREFIX = "token#"
 # Tokens outlive the deadline by a day, then DynamoDB's TTL removes them.
 TOKEN_TTL_AFTER_DEADLINE = 86_400
 
@@ -36,6 +38,10 @@ class Waiting:
     token: str
     state: LoopState
 
+    @property
+    def execution(self) -> str:
+        return self.state.execution
+
 
 class TokenStore:
     """Task tokens by execution, in the stack's DynamoDB table (``pk`` ``token#<execution ARN>``)."""
@@ -45,7 +51,7 @@ class TokenStore:
 
     @staticmethod
     def _key(execution: str) -> dict[str, str]:
-        return {"pk": f"token#{execution}"}
+        return {"pk": f"{TOKEN_PREFIX}{execution}"}
 
     def _item(self, state: LoopState, token: str) -> dict[str, Any]:
         expires = int(seconds(state.deadline)) + TOKEN_TTL_AFTER_DEADLINE
@@ -60,6 +66,25 @@ class TokenStore:
         if not item:
             return None
         return Waiting(str(item["token"]), LoopState.model_validate_json(str(item["state"])))
+
+    def waiting(self) -> list[Waiting]:
+        """Every execution that waits now (a Scan of the token items, strongly consistent): the sweeper's work list.
+
+        The table holds only tokens and learned hints, and a token lives while its execution waits (plus a
+        day's TTL past the deadline), so this is as large as the executions that wait, not as the history.
+        """
+        from boto3.dynamodb.conditions import Attr
+
+        found: list[Waiting] = []
+        request: dict[str, Any] = {"FilterExpression": Attr("pk").begins_with(TOKEN_PREFIX), "ConsistentRead": True}
+        while True:
+            page = self._table.scan(**request)
+            found.extend(
+                Waiting(str(i["token"]), LoopState.model_validate_json(str(i["state"]))) for i in page["Items"]
+            )
+            if "LastEvaluatedKey" not in page:
+                return found
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def update(self, state: LoopState, token: str) -> bool:
         """Keep the latest loop state (stuck-since, phase-since, polls) while ``token`` is still the stored one.

@@ -25,6 +25,7 @@ from jobsync.cluster.errors import (
     is_object_not_found,
     unreachable,
 )
+from jobsync.cluster.paging import PAGE_SIZE, Listing, list_in_pages
 from jobsync.errors import JobConflict, TransientClusterError, WatchExpired
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.settings import REQUEST_TIMEOUT
@@ -179,6 +180,34 @@ class KubeJobs:
             label_selector=label_selector,
         )
         return list(response.get("items") or [])
+
+    def list_job_pages(
+        self,
+        spec: KindSpec,
+        namespace: str,
+        label_selector: str,
+        pick: Callable[[dict[str, Any]], T | None],
+        limit: int = PAGE_SIZE,
+    ) -> Listing[T]:
+        """One LIST of ``spec``'s jobs with these labels, in pages of ``limit``, keeping ``pick(obj)`` of each
+        (jobsync.cluster.paging: a page in memory at a time; an expired continue token lists again)."""
+
+        def fetch(token: str | None) -> dict[str, Any]:
+            options: dict[str, Any] = {"_continue": token} if token else {}
+            page: dict[str, Any] = self._call(
+                self._custom.list_namespaced_custom_object,
+                spec.group,
+                spec.version,
+                namespace,
+                spec.plural,
+                label_selector=label_selector,
+                limit=limit,
+                handle={410},
+                **options,
+            )
+            return page
+
+        return list_in_pages(fetch, pick)
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         response = self._call(

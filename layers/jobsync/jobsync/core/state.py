@@ -114,6 +114,9 @@ class LoopState(BaseModel):
     noticedAt: Instant | None = None
     timesFrom: dict[Literal["startedAt", "finishedAt"], TimesFrom] = Field(default_factory=dict)
     stuckSince: Instant | None = None
+    # Callback mode with the sweeper: when a look could next decide a starting job (a stuck pod's grace, a missing
+    # operator); the sweeper looks at it on its first run from then (jobsync.core.wait.sweep_due).
+    sweepAt: Instant | None = None
     polls: int = Field(default=0, ge=0)
     waitSeconds: int = Field(default=0, ge=0)
     diagnostics: list[dict[str, Any]] = Field(default_factory=list)

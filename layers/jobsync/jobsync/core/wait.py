@@ -71,9 +71,10 @@ import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from jobsync.core.outcome import Phase
-from jobsync.core.state import JobRef, LoopState, seconds
+from jobsync.core.state import JobRef, LoopState, instant, seconds
 from jobsync.core.stuck import Grace, grace_seconds
 from jobsync.settings import LOOK_EVENTS, POLL_EVENTS, Settings, WaitBounds
 
@@ -92,6 +93,7 @@ __all__ = [
     "next_wait",
     "policy_wait",
     "poll_state",
+    "sweep_due",
     "watch_hold",
     "with_next_wait",
     "within_budget",
@@ -240,9 +242,25 @@ def with_next_wait(
     ``jitter=False`` gives the mode's wait without its jitter.
     """
     if state.terminal:
-        return state.model_copy(update={"waitSeconds": 0})
-    wait = next_look_wait(poll_state(state, now), settings, state.job, watched, starting, jitter)
-    return state.model_copy(update={"waitSeconds": wait})
+        return state.model_copy(update={"waitSeconds": 0, "sweepAt": None})
+    polled = poll_state(state, now)
+    wait = next_look_wait(polled, settings, state.job, watched, starting, jitter)
+    update: dict[str, Any] = {"waitSeconds": wait}
+    if settings.wait.sweeps:
+        due = sweep_due(polled, settings, starting)
+        update["sweepAt"] = None if due is None else instant(math.ceil(due))  # never before the moment
+    return state.model_copy(update=update)
+
+
+def sweep_due(state: PollState, settings: Settings, starting: Starting | None = None) -> float | None:
+    """When the sweeper should next look at a starting job: the moment ``callback_wait`` would end the Await
+    (a stuck pod's grace, a missing operator, a job the API never shows, the first pod check, the cadence).
+
+    None once the job runs: its end comes as the notifier's event, and the sweeper's LIST sees it if none comes.
+    """
+    if state.phase.runs:
+        return None
+    return state.now + callback_wait(state, settings, starting)
 
 
 def look_bounds(settings: Settings) -> WaitBounds:
@@ -266,7 +284,10 @@ def next_look_wait(
       so jobs submitted together do not poll in lockstep;
     * watch: none: the watch (``watched`` s) did the waiting;
     * callback: ``callback_wait``, with what the look saw of a starting job
-      (``starting``); only a pending job's pace gets the jitter.
+      (``starting``); only a pending job's pace gets the jitter. With the
+      stack's sweeper (``WaitSettings.sweeps``) the sweeper takes those looks
+      (``sweep_due``) and the Await waits ``backstop_seconds``, should both the
+      notifier and the sweeper fail;
 
     Then ``within_budget``: the history budget's floor, with the looks a
     mode's history allows (``look_bounds``) and the mode's longest wait as its
@@ -279,6 +300,8 @@ def next_look_wait(
     left = state.deadline - state.now
     if waits.mode == "watch":
         return within_budget(0, state, bounds, waits.watch_seconds, spent=watched)
+    if waits.sweeps:
+        return within_budget(waits.backstop_seconds, state, bounds, waits.backstop_seconds)
     if waits.mode == "callback":
         longest = min(bounds.max_seconds, waits.safety_poll_seconds)
 

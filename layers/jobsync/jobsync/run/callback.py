@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jobsync import clock
-from jobsync.aws.tokens import TaskTokens, TokenStore, deliver
+from jobsync.aws.tokens import TaskTokens, TokenStore, Waiting, deliver
 from jobsync.core.event import PhaseChanged
 from jobsync.core.ours import allowed_spec
 from jobsync.core.state import LoopState
@@ -50,10 +50,11 @@ def arm(
 
 @dataclass(frozen=True)
 class Resumed:
-    """What one event did: ``resumed`` (woke) the execution, or why not."""
+    """What one event (or sweeper look) did: ``resumed`` (woke) the execution, or why not; the look's state."""
 
     resumed: bool
     why: str
+    state: LoopState | None = None
 
 
 def resume(event: PhaseChanged, cluster: Cluster, settings: Settings, store: TokenStore, tokens: TaskTokens) -> Resumed:
@@ -79,3 +80,23 @@ def resume(event: PhaseChanged, cluster: Cluster, settings: Settings, store: Tok
     if not delivered:
         return Resumed(False, "the token was already used (the safety poll took over)")
     return Resumed(True, f"{claim.seen}: woke the execution at {clock.isoformat(clock.now())}")
+
+
+def settle(waiting: Waiting, cluster: Cluster, settings: Settings, store: TokenStore, tokens: TaskTokens) -> Resumed:
+    """The sweeper's look at a waiting execution's job (``jobsync.run.sweep``): one ordinary look, as ``arm``'s.
+
+    A job that ended resumes the execution with the look's loop state (its verdict, Cause and result, as any
+    look gives them); otherwise the look's state is kept in the store, only while the token read is still the
+    stored one (``TokenStore.update``), and the execution goes on waiting.
+    """
+    new = poll(waiting.state, cluster, settings)
+    if not new.terminal:
+        why = f"the job is {new.phase} when looked at"
+        if not store.update(new, waiting.token):
+            why += "; the wait re-armed meanwhile and keeps its new token"
+        return Resumed(False, why, new)
+    delivered = deliver(tokens, waiting.token, new)
+    store.delete(waiting.execution, waiting.token)
+    if not delivered:
+        return Resumed(False, "the token was already used (another look resumed the execution)", new)
+    return Resumed(True, f"{new.phase}: resumed the execution at {clock.isoformat(clock.now())}", new)

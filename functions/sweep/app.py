@@ -1,0 +1,45 @@
+"""SweepFunction: callback mode's sweeper, run by the stack's schedule every SweepMinutes (jobsync.run.sweep).
+
+One LIST per allowed kind against the executions that wait: it resumes those whose job ended without an event
+(a dead notifier's work), and does the starting jobs' checks (stuck pods, an operator that never reconciles) that
+no event announces. The schedule's event carries nothing it needs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from jobsync import runtime, tracing
+from jobsync.aws.tokens import TokenStore
+from jobsync.run.sweep import sweep
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+logger = Logger()
+metrics = Metrics()
+
+
+@logger.inject_lambda_context
+@tracing.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    store = TokenStore(runtime.table())
+    report = sweep(
+        runtime.cluster(),
+        runtime.settings(),
+        store,
+        runtime.stepfunctions(),
+        time_left=lambda: context.get_remaining_time_in_millis() / 1000,
+    )
+    summary = report.as_dict()
+    logger.info("swept", extra=summary)
+    metrics.add_metric(name="ExecutionsWaiting", unit=MetricUnit.Count, value=report.waiting)
+    metrics.add_metric(name="SweepLooks", unit=MetricUnit.Count, value=report.looked)
+    # A resume here is an end the notifier did not announce: a dead or lagging notifier shows as this metric.
+    metrics.add_metric(name="SweepResumed", unit=MetricUnit.Count, value=report.resumed)
+    metrics.add_metric(name="SweepFailedStarts", unit=MetricUnit.Count, value=report.failed_starts)
+    return summary
