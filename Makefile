@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check chart generated demo lint format bench bench-throughput validate build scan clean
+.PHONY: test test-future package-check chart generated demo lint format bench bench-throughput validate build scan clean sam-local bench-container
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,10 +31,12 @@ test-future: $(STAMP) $(SCAN_VENV)/.installed
 	$(BIN)/python -m pytest -q --clock-offset-days=1460
 
 ## Run the state machine end to end on the local Kubernetes API and operator simulator;
-## CLUSTER=local-real: on the e2e tier's real control plane (make e2e-build first; NAMESPACE, KINDS apply).
-demo: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build)
+## CLUSTER=local-real: on the e2e tier's real control plane (make e2e-build first; NAMESPACE, KINDS apply), the
+## functions in the Lambda runtime (sam local start-lambda) when a Docker daemon can be had.
+demo: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build $(SAM_VENV)/bin/sam)
 ifeq ($(CLUSTER),local-real)
-	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m e2e.demo --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS)
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run --if-available -- $(BIN)/python -m e2e.demo \
+	  --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS)
 else
 	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
 endif
@@ -54,6 +56,11 @@ format: $(STAMP)
 ## It keeps the throughput figures of the last make bench-throughput (too slow to rerun here: minutes per mode).
 bench: $(STAMP)
 	PYTHONPATH=layers/jobsync:. $(BIN)/python -m bench
+
+## Each function's cold start in the Lambda runtime (sam local start-lambda, needs Docker as make sam-local does);
+## updates only the container_cold_start key of bench/results.json and the docs/performance.md rendered from it.
+bench-container: $(STAMP) $(SAM_VENV)/bin/sam
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run -- $(BIN)/python -m bench --container
 
 THROUGHPUT_MAX ?= 100
 ## Throughput of RunJobs in the local run: 1, 10 and 100 jobs started together per completion mode;
@@ -108,6 +115,11 @@ validate: $(SAM_VENV)/bin/sam
 build: $(SAM_VENV)/bin/sam
 	PATH=$(abspath $(SAM_VENV))/bin:$$PATH $(SAM_VENV)/bin/sam build --template template.yaml
 
+## The functions as AWS runs them: a Docker daemon (started and stopped again when none answers), the Lambda
+## image built from pinned parts (lambda_runtime/), sam build, then every sample event through sam local.
+sam-local: $(STAMP) $(SAM_VENV)/bin/sam
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime check -q
+
 # The scanners, each in a folder of its own, pinned: requirements-scan.txt and the npm lock.
 $(SCAN_VENV)/.installed: requirements-scan.txt
 	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
@@ -150,5 +162,8 @@ cluster: $(STAMP) e2e-build
 
 ## Build, then run the e2e tests (make test does not collect them: testpaths is tests/).
 ## JOBSYNC_E2E_REQUIRED=1 (set by .ci/run): missing binaries fail the run instead of skipping it.
-e2e: $(STAMP) e2e-build
-	PYTHONPATH=layers/jobsync:. $(BIN)/python -m pytest -m e2e e2e/tests
+## The Lambdas run in-process and, where a Docker daemon can be had (python -m lambda_runtime run), also in the
+## Lambda runtime through sam local start-lambda; without one those tests skip.
+e2e: $(STAMP) $(SAM_VENV)/bin/sam e2e-build
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run --if-available -- \
+	  $(BIN)/python -m pytest -m e2e e2e/tests

@@ -38,6 +38,9 @@ from jobsync.evaluation.kinds import KindSpec
 from jobsync.run.manifests import EXECUTION_LABEL, execution_label, job_name
 from jobsync.settings import parse_allowed_kinds
 from jobsync_cli.preflight import grants
+from lambda_runtime import relay
+from lambda_runtime.daemon import Daemon
+from lambda_runtime.remote import containerised
 
 #: The template's wait bounds and graces, lowered so that a scenario takes seconds on the wall clock.
 FAST: dict[str, str] = {
@@ -225,10 +228,16 @@ def jobsync_run(
     notifier: bool = False,
     notifier_env: Mapping[str, str] | None = None,
     template_dirs: tuple[Path, ...] = (),
+    containers: Daemon | None = None,
 ) -> Iterator[LocalJobsync]:
     """LocalJobsync against the e2e API server as jobsync-lambda, with the fast bounds.
 
     ``template_dirs``: folders whose *.yaml the template bucket serves too (``jobTemplate`` inputs).
+
+    With ``containers`` (a Docker daemon with the Lambda image, and ``sam build``'s output) the state machine's
+    tasks invoke the functions of the build through ``sam local start-lambda`` instead of importing them: the
+    containers reach the API server as jobsync-lambda through ``KubeProxy`` (url mode) and moto through a relay,
+    on the bridge's gateway (lambda_runtime/). SAM CLI's log is ``logs/sam-local.log`` in the control plane's folder.
 
     With ``notifier`` (callback mode) the notifier runs as a process, as its service account
     (``notifier_kubeconfig``), logging to ``logs/notifier.log`` in the control plane's folder.
@@ -242,13 +251,25 @@ def jobsync_run(
     with LocalJobsync(
         env=full_env,
         kubeconfig=kubeconfig,
-        notifier=notifier,
+        # In containers the notifier starts once they serve: its first events already invoke Resume.
+        notifier=notifier and containers is None,
         notifier_kubeconfig=str(identity) if identity else None,
         notifier_log=cp.logs_dir / "notifier.log",
         notifier_env={**from_chart, **(notifier_env or {})},
         template_dirs=template_dirs,
     ) as local:
-        yield local
+        if containers is None:
+            yield local
+            return
+        gateway = relay.gateway(containers)
+        proxy = relay.KubeProxy(gateway, cp.server, str(cp.ca_file), cp.jobsync_token)
+        try:
+            with containerised(local, containers, gateway, proxy.url, log=cp.logs_dir / "sam-local.log"):
+                if notifier and local.env.get("JOBSYNC_COMPLETION_MODE") == "callback":
+                    local.start_notifier()
+                yield local
+        finally:
+            proxy.close()
 
 
 def notifier_kubeconfig(cp: ControlPlane, kinds: str = "PyTorchJob") -> tuple[Path, dict[str, str]]:
