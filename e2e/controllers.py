@@ -123,6 +123,8 @@ class Controllers:
     def __init__(self, cp: ControlPlane, kueue_gates: Mapping[str, bool] | None = None) -> None:
         self.cp = cp
         self.kueue_gates = dict(kueue_gates or {})
+        #: Fields of Kueue's Configuration over the ones set here (``waitForPodsReady``, ...).
+        self.kueue_config: dict[str, Any] = {}
         self.ports: dict[str, dict[str, int]] = {}
         self.running: list[str] = []
         self._webhooks: list[tuple[str, str]] = []
@@ -152,10 +154,13 @@ class Controllers:
             self.cp.stop_component(name)
         self.running.clear()
 
-    def restart_kueue(self, gates: Mapping[str, bool]) -> None:
-        """Run Kueue again with other feature gates (its webhooks stay, on the same port)."""
+    def restart_kueue(self, gates: Mapping[str, bool], config: Mapping[str, Any] | None = None) -> None:
+        """Run Kueue again with other feature gates and Configuration fields (its webhooks stay, on the same
+        port); ``config`` None keeps the fields set before, ``{}`` drops them."""
         self.cp.stop_component("kueue")
         self.kueue_gates = dict(gates)
+        if config is not None:
+            self.kueue_config = dict(config)
         self._run(SPECS["kueue"])
 
     def versions(self) -> dict[str, str]:
@@ -262,6 +267,7 @@ class Controllers:
                     "trainer.kubeflow.org/trainjob",
                 ]
             },
+            **self.kueue_config,
         }
 
     def _wait_established(self, names: list[str]) -> None:

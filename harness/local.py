@@ -4,7 +4,9 @@
 
 - the in-process Kubernetes API (harness.kubeapi) with the real PyTorchJob CRD,
   and the training-operator simulator (harness.operator_sim) moving jobs along
-  a scenario; or, with a kubeconfig, any real cluster;
+  a scenario; with ``queue``, a Kueue simulator (harness.kueue_sim) that queues,
+  admits, preempts or refuses them along a story; or, with a kubeconfig, any
+  real cluster;
 - moto's Amazon States Language interpreter (harness.sfn) executing
   statemachine/run_job.asl.json, its Lambda tasks calling the real handlers
   in functions/*/app.py in-process;
@@ -37,6 +39,7 @@ import yaml
 
 from harness.clock import VirtualClock
 from harness.kubeapi import KubeAPI
+from harness.kueue_sim import KueueSim
 from harness.local_stack import EVENT_BUS, TABLE, TEMPLATE_BUCKET, TEMPLATE_PREFIX, TEMPLATES, LocalStack
 from harness.notifier_process import NotifierProcess
 from harness.operator_sim import OperatorSim
@@ -54,6 +57,7 @@ RUN_JOBS_DEFINITION = ROOT / "statemachine" / "run_jobs.asl.json"
 PYTORCHJOB_CRD = Path(__file__).resolve().parent / "crds" / "kubeflow.org_pytorchjobs.yaml"
 FUNCTIONS = ("submit", "status", "cleanup", "await", "resume", "sweep")
 NAMESPACE = "ml-training"
+LOCAL_QUEUE = "e2e"  # the LocalQueue the Kueue simulator serves (its ClusterQueue: harness.kueue_sim.CLUSTER_QUEUE)
 STATE_MACHINE = "jobsync-run-job"
 RUN_JOBS_STATE_MACHINE = "jobsync-run-jobs"
 
@@ -150,9 +154,15 @@ class LocalJobsync(LocalStack):
         notifier_env: dict[str, str] | None = None,
         template_dirs: tuple[Path, ...] = (),
         sweeper: bool = True,
+        queue: str | None = None,
+        queue_timings: dict[str, float] | None = None,
     ) -> None:
         self.scenario = scenario
         self.timings = timings or {}
+        # Kueue: each job's story (harness.kueue_sim.STORIES); its jobs carry the LocalQueue label themselves.
+        self.queue = queue
+        self.queue_timings = queue_timings or {}
+        self.kueue: KueueSim | None = None
         self.kubeconfig = kubeconfig
         self.clock = VirtualClock(max_step=max_step)
         self.env = {
@@ -214,7 +224,11 @@ class LocalJobsync(LocalStack):
             if not isinstance(self.clock, WallClock) and not self.notifier_enabled:
                 self.api.virtual_watch = self._virtual_watch
             self.sim = OperatorSim(self.api, self.clock.now, default_scenario=self.scenario)
-            self.clock.on_advance(lambda _now: self.sim.step() if self.sim else None)
+            if self.queue is not None:
+                self.kueue = KueueSim(self.api, self.clock.now, default_story=self.queue)
+                self.kueue.local_queue(NAMESPACE, LOCAL_QUEUE)
+                self.env.setdefault("JOBSYNC_KUEUE_ENABLED", "true")
+            self.clock.on_advance(lambda _now: self._step())
             cluster_env = {"JOBSYNC_CLUSTER_MODE": "url", "JOBSYNC_KUBE_URL": self.api.url}
         self._set_env({**self.env, **cluster_env})
         runtime.reset()
@@ -250,6 +264,13 @@ class LocalJobsync(LocalStack):
         seconds = int(os.environ.get("JOBSYNC_SWEEP_SECONDS") or 0)
         if self.sweeper_enabled and seconds and os.environ.get("JOBSYNC_COMPLETION_MODE") == "callback":
             self.sweeps = SweepSchedule(self.sfn, self.clock, seconds).start()
+
+    def _step(self) -> None:
+        """Kueue first (it resumes or suspends a job), then the operator (it runs or stops the job's pods)."""
+        if self.kueue:
+            self.kueue.step()
+        if self.sim:
+            self.sim.step()
 
     def _virtual_watch(self, seconds: float) -> None:
         """An open watch lets ``seconds`` pass: at once, or among RunJobs' children in its turn (``virtual_sleep``)."""
@@ -299,6 +320,8 @@ class LocalJobsync(LocalStack):
         if self.sim:
             arn = self._state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
             self.sim.plan(NAMESPACE, self.job_name(arn, execution_input), self.scenario, **self.timings)
+        if self.kueue and self.queue:
+            self.kueue.plan(NAMESPACE, self.job_name(arn, execution_input), self.queue, **self.queue_timings)
         return self.sfn.start(self._state_machine_arn, execution_input, name=name)
 
     def job_name(self, execution_arn: str, execution_input: dict[str, Any]) -> str:

@@ -122,6 +122,7 @@ class _Track:
     applied: int = 0  # stages of the timeline already applied
     pull_state: str = ""
     restarts: int = 0
+    held: bool = False  # runPolicy.suspend: the timeline waits, and starts again once the job is resumed
 
 
 def timeline(scenario: str, t: dict[str, float]) -> list[tuple[float, str]]:
@@ -232,8 +233,6 @@ class OperatorSim:
             with contextlib.suppress(ValueError, TypeError, AttributeError):
                 timings = {k: float(v) for k, v in json.loads(annotations.get(TIMINGS_ANNOTATION, "{}")).items()}
             timings = {k: v for k, v in timings.items() if k in DEFAULT_TIMINGS[scenario]}
-        if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
-            scenario = "suspended"
         merged = {**DEFAULT_TIMINGS[scenario], **timings}
         # The timeline starts at creation, so a clock that jumped before the first step still replays every stage.
         created = _parse_time(meta.get("creationTimestamp"))
@@ -243,8 +242,10 @@ class OperatorSim:
         return track
 
     def _advance(self, track: _Track, job: Obj, now: float) -> None:
-        stages = timeline(track.scenario, track.timings)
         status = copy.deepcopy(job.get("status") or {})
+        if track.scenario != "suspended" and self._hold(track, job, status, now):
+            return
+        stages = timeline(track.scenario, track.timings)
         while track.applied < len(stages) and track.t0 + stages[track.applied][0] <= now:
             offset, stage = stages[track.applied]
             getattr(self, "_stage_" + stage.replace("-", "_"))(track, job, status, rfc3339(track.t0 + offset))
@@ -264,6 +265,32 @@ class OperatorSim:
         status["lastReconcileTime"] = rfc3339(now)
         status["replicaStatuses"] = self._replica_statuses(job)
         self.api.update_status((GROUP, VERSION, PLURAL, track.namespace, track.name), status, uid=track.uid)
+
+    def _hold(self, track: _Track, job: Obj, status: Obj, now: float) -> bool:
+        """``runPolicy.suspend`` as the operator's common/job.go reads it (a queue such as Kueue sets and clears it):
+        suspended, the job's pods are deleted, Running turns False, Suspended True; resumed, Suspended turns False,
+        ``startTime`` is now, and the scenario's timeline starts again from its beginning. True while it holds."""
+        name, at = track.name, rfc3339(now)
+        if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend") is True:
+            if track.held:
+                return True
+            for rtype, count in _replicas(job).items():
+                for i in range(count):
+                    self.api.delete(self._pod_key(job, rtype, i))
+            message = f"PyTorchJob {name} is suspended."
+            if not any(c["type"] == "Created" for c in status.get("conditions") or []):
+                set_condition(status, "Created", "PyTorchJobCreated", f"PyTorchJob {name} is created.", at)
+            _set_false(status, "Running", "PyTorchJobSuspended", message, at)
+            set_condition(status, "Suspended", "PyTorchJobSuspended", message, at)
+            track.held = True
+            self._write(track, job, status, now)
+            return True
+        if track.held:
+            _set_false(status, "Suspended", "PyTorchJobResumed", f"PyTorchJob {name} is resumed.", at)
+            status["startTime"] = at
+            track.held, track.t0, track.applied = False, now, 0
+            self._write(track, job, status, now)
+        return False
 
     # stages -----------------------------------------------------------------
 
@@ -421,6 +448,13 @@ class OperatorSim:
                     counts[field_name] = counts.get(field_name, 0) + 1
             out[rtype] = counts
         return out
+
+
+def _set_false(status: Obj, ctype: str, reason: str, message: str, at: str) -> None:
+    """A condition that is True turns False with ``reason`` (updateJobConditions with ConditionFalse)."""
+    for found in status.get("conditions") or []:
+        if found["type"] == ctype and found["status"] == "True":
+            found.update(status="False", reason=reason, message=message, lastUpdateTime=at, lastTransitionTime=at)
 
 
 def _parse_time(value: str | None) -> float | None:

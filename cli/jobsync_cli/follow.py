@@ -5,9 +5,11 @@ one record Step Functions keeps: each ``lambda:invoke`` task that succeeded has
 a ``TaskSucceeded`` event whose ``output`` is the Invoke result as a JSON string,
 ``{"ExecutedVersion": ..., "Payload": {...loop state...}, "StatusCode": 200, ...}``.
 Submit's and each Status's loop state become one line, in the shape of ``make
-demo``::
+demo``, with what the loop state says of the job's advance or its queue::
 
     +00:01:55  RUNNING    PyTorchJobRunning            next wait 30s
+    +00:40:10  RUNNING    TrainJobRunning              next wait 95s  (42%, ETA 55m10s)
+    +00:03:02  PENDING    WaitingForQuota              next wait 60s  (queued 3m02s in gpu-cq)
 
 and the execution's last event (``ExecutionSucceeded``, ``ExecutionFailed``,
 ``ExecutionAborted``, ``ExecutionTimedOut``) its outcome and exit code.
@@ -189,7 +191,7 @@ def _progress_text(reader: HistoryReader, wall: float) -> str:
     if not reader.polls:
         return f"{elapsed}  waiting for the first result ..."
     last = reader.polls[-1]
-    text = f"{elapsed}  {last.phase:<10} {last.reason:<28} waiting"
+    text = f"{elapsed}  {last.phase:<10} {last.reason:<28} waiting" + (f" ({last.note})" if last.note else "")
     if reader.started_at is not None and last.wait_seconds and not last.error:
         due = reader.started_at + last.at + last.wait_seconds - wall
         text += f", next poll in {int(due)}s" if due > 0 else ", next poll due"

@@ -72,13 +72,49 @@ class Poll:
     terminal: bool = False
     polls: int = 0
     error: bool = False
+    note: str = ""  # what the loop state says of the job's advance or its queue (``note``)
 
     def line(self) -> str:
         if self.error:
             tail = f"{self.state} failed"
         else:
             tail = f"next wait {self.wait_seconds}s" if self.wait_seconds and not self.terminal else "done"
-        return f"{clock_text(self.at)}  {self.phase:<10} {self.reason:<28} {tail}"
+        return f"{clock_text(self.at)}  {self.phase:<10} {self.reason:<28} {tail}" + (
+            f"  ({self.note})" if self.note else ""
+        )
+
+
+def span(seconds: Any) -> str:
+    """A duration as a person reads it: ``45s``, ``12m30s``, ``2h05m``."""
+    value = max(0, int(seconds))
+    hours, rest = divmod(value, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def note(state: dict[str, Any]) -> str:
+    """The job's advance as its controller reports it (a TrainJob's progress and ETA), and its queue: how long it
+    waited for admission and in which ClusterQueue (LocalQueue), how many times it was evicted."""
+    parts = []
+    progress = _object(state.get("progress"))
+    if isinstance(progress.get("progressPercentage"), int):
+        parts.append(f"{progress['progressPercentage']}%")
+    if isinstance(progress.get("estimatedRemainingSeconds"), int):
+        parts.append(f"ETA {span(progress['estimatedRemainingSeconds'])}")
+    queue = _object(state.get("queue"))
+    where = queue.get("clusterQueue") or queue.get("localQueue")
+    if where and isinstance(state.get("queuedSeconds"), int):
+        parts.append(f"queued {span(state['queuedSeconds'])} in {where}")
+    found = queue.get("evictions")
+    lines: list[Any] = found if isinstance(found, list) else []
+    evictions = sum(e["count"] for e in lines if isinstance(e, dict) and isinstance(e.get("count"), int))
+    if evictions:
+        parts.append(f"evicted {evictions}x")
+    return ", ".join(parts)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass
@@ -206,6 +242,7 @@ class HistoryReader:
             wait_seconds=_int(state.get("waitSeconds")),
             terminal=bool(state.get("terminal")),
             polls=_int(state.get("polls")),
+            note=note(state),
         )
 
 

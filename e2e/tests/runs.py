@@ -137,9 +137,12 @@ def need_controllers() -> None:
 NOTIFIER_IMAGE = "registry.e2e.invalid/jobsync-notifier"
 
 
-def chart_values(kinds: str = "PyTorchJob", mode: str = "poll") -> dict[str, Any]:
-    """The chart's values for a stack with these AllowedKinds and CompletionMode, as docs/deployment.md sets them."""
+def chart_values(kinds: str = "PyTorchJob", mode: str = "poll", kueue: bool = False) -> dict[str, Any]:
+    """The chart's values for a stack with these AllowedKinds, CompletionMode and KueueEnabled, as
+    docs/deployment.md sets them."""
     values: dict[str, Any] = {"allowedKinds": kinds, "completionMode": mode, "kubernetesGroup": JOBSYNC_GROUP}
+    if kueue:
+        values["kueueEnabled"] = True
     if mode == "callback":
         # kwok plays the Deployment's pod: running until it is deleted, as a notifier runs.
         notifier = {"image": {"repository": NOTIFIER_IMAGE}, "podAnnotations": {OUTCOME_ANNOTATION: "run-forever"}}
@@ -148,11 +151,11 @@ def chart_values(kinds: str = "PyTorchJob", mode: str = "poll") -> dict[str, Any
 
 
 def install_chart(
-    cp: ControlPlane, kinds: str = "PyTorchJob", mode: str = "poll", namespace: str = JOB_NAMESPACE
+    cp: ControlPlane, kinds: str = "PyTorchJob", mode: str = "poll", namespace: str = JOB_NAMESPACE, kueue: bool = False
 ) -> Any:
     """``helm upgrade --install jobsync charts/jobsync`` as the admin, as a platform team installs it; returns
     the functions' Role as the API server now holds it, once the authorizer counts every rule of it."""
-    helm.install(cp.write_kubeconfig("admin"), chart_values(kinds, mode), namespace)
+    helm.install(cp.write_kubeconfig("admin"), chart_values(kinds, mode, kueue), namespace)
     role = installed(cp, "roles", "jobsync", namespace)
     for verb, group, resource in sorted(grants.of_role(role)):
         # RBAC reaches the authorizer through an informer.
@@ -175,13 +178,14 @@ def apply_role(
     watch: bool = False,
     without: tuple[str, str] | None = None,
     namespace: str = JOB_NAMESPACE,
+    kueue: bool = False,
 ) -> dict[str, Any]:
     """The chart installed for ``kinds`` in poll (or watch) mode; waits until its Role counts.
 
     ``without=(resource, verb)`` then takes one verb out of the installed Role, as someone editing it by hand
     would (the RBAC-denial test); the next install puts it back.
     """
-    role = dict(install_chart(cp, kinds, "watch" if watch else "poll", namespace))
+    role = dict(install_chart(cp, kinds, "watch" if watch else "poll", namespace, kueue))
     if not without:
         return role
     denied: list[tuple[str, str, str]] = []

@@ -3,14 +3,16 @@
 Kueue, JobSet and Trainer v2 run beside the control plane for this module only (e2e/controllers.py); Kueue
 sees only the namespace ``ml-queued`` (e2e/tests/queues.py). Each test drives one queue story with real
 batch/v1 Jobs and a training-operator PyTorchJob, asserts the Workload and job states Kueue writes, and
-records them (JOBSYNC_E2E_RECORD_KUEUE, see tests/payloads/kueue/) for the queue-aware verdict. The last
-tests run a TrainJob and a JobSet through jobsync's state machine in the queued namespace.
+records them (JOBSYNC_E2E_RECORD_KUEUE, see tests/payloads/kueue/) for the queue-aware verdict: waiting,
+admitted, preempted, refused, deactivated by a person and by Kueue itself, held by an admission check.
+jobsync runs through the queue in test_kueue_runs.py.
 
 The tests share one ClusterQueue of one CPU and run in file order; each leaves the queue empty.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,9 +21,9 @@ import pytest
 from e2e import controllers
 from e2e.controlplane import ControlPlane
 from e2e.tests import queues
-from e2e.tests.queues import QUEUE_NAMESPACE, batch_job, conditions, create, get, pytorchjob, record, wait_workload
-from e2e.tests.runs import apply_role, jobsync_run, need_controllers, run_input
-from e2e.tests.test_jobset_trainer import jobset, trainjob
+from e2e.tests.jobs import wait_for
+from e2e.tests.queues import batch_job, conditions, create, get, pytorchjob, record, wait_workload
+from e2e.tests.runs import need_controllers
 
 #: Workload condition predicates, on ``conditions()``'s (status, reason, message) by type.
 ADMITTED = lambda c: c.get("Admitted", ("",))[0] == "True"  # noqa: E731
@@ -36,8 +38,7 @@ def pending(c: dict[str, tuple[str, str, str]]) -> bool:
 @pytest.fixture(scope="module")
 def kueue(control_plane: ControlPlane) -> Iterator[controllers.Controllers]:
     need_controllers()
-    with controllers.running(control_plane) as running:
-        queues.install_queues(control_plane)
+    with queues.kueue_running(control_plane) as running:
         yield running
 
 
@@ -129,6 +130,12 @@ def test_a_job_larger_than_its_queue_is_never_admitted(control_plane: ControlPla
     assert "maximum capacity" in message, message
     assert suspended(cp, too_big)
     record(cp, "refused_job", get(cp, too_big), refused, "asks for 2 CPUs of a ClusterQueue of 1", kueue)
+    too_big_pytorchjob = pytorchjob("too-big-pytorchjob", "1")  # Master and Worker, 1 CPU each
+    create(cp, too_big_pytorchjob)
+    refused = wait_workload(cp, too_big_pytorchjob, "refused", pending)
+    assert "maximum capacity" in conditions(refused)["QuotaReserved"][2], conditions(refused)
+    record(cp, "refused_pytorchjob", get(cp, too_big_pytorchjob), refused, "asks for 2 CPUs of 1, as two", kueue)
+    queues.delete(cp, too_big_pytorchjob)
 
     gates = {"UnadmittedWorkloadsObservability": True, "UnadmittedWorkloadsExplicitStatus": True}
     kueue.restart_kueue(gates)
@@ -153,15 +160,158 @@ def test_a_job_larger_than_its_queue_is_never_admitted(control_plane: ControlPla
     assert resp.status == 200, resp.body
 
 
-@pytest.mark.parametrize("kind", ["TrainJob", "JobSet"])
-def test_jobsync_runs_a_queued_job_to_success(control_plane: ControlPlane, kueue: Any, kind: str) -> None:
-    """Admitted at once (the queue is empty): SUSPENDED while queued, then RUNNING and SUCCEEDED."""
-    manifest = trainjob("succeed") if kind == "TrainJob" else jobset("succeed")
-    manifest["metadata"]["labels"] = queues.queued_labels()
-    apply_role(control_plane, kind, namespace=QUEUE_NAMESPACE)
-    with jobsync_run(control_plane, env={"JOBSYNC_NAMESPACE": QUEUE_NAMESPACE}, kinds=kind) as local:
-        result = local.run(run_input(manifest, cleanup="never"), name=f"queued-{kind.lower()}", timeout_s=180)
+EVICTED = lambda c: c.get("Evicted", ("",))[0] == "True"  # noqa: E731
 
-    assert result.status == "SUCCEEDED", result.cause
-    assert result.output["job"]["namespace"] == QUEUE_NAMESPACE
-    assert result.output["reason"] == "AllJobsCompleted"
+
+def reason(c: dict[str, tuple[str, str, str]], kind: str) -> str:
+    return c.get(kind, ("", ""))[1]
+
+
+def test_a_person_deactivates_a_workload(control_plane: ControlPlane, kueue: Any) -> None:
+    """``spec.active: false`` by hand, on a queued and on a running job: evicted as Deactivated, no cause."""
+    cp = control_plane
+    running, waiting = batch_job("paused-by-hand", "1", run="60s"), batch_job("paused-in-queue", "1")
+    create(cp, running)
+    wait_workload(cp, running, "admitted", ADMITTED)
+    create(cp, waiting)
+    queues.set_active(cp, wait_workload(cp, waiting, "waiting for quota", pending), False)
+    queues.set_active(cp, workload_of_now(cp, running), False)
+
+    for job, state in ((running, "deactivated_job"), (waiting, "deactivated_queued_job")):
+        stopped = wait_workload(cp, job, "deactivated", lambda c: EVICTED(c) and reason(c, "Evicted") == "Deactivated")
+        assert stopped["spec"]["active"] is False
+        assert suspended(cp, job)
+        record(cp, state, get(cp, job), stopped, "spec.active set to false by hand", kueue)
+    queues.delete(cp, running)
+    queues.delete(cp, waiting)
+
+
+def test_a_job_past_its_maximum_execution_time_is_deactivated(control_plane: ControlPlane, kueue: Any) -> None:
+    cp = control_plane
+    job = batch_job("over-time", "1", run="60s")
+    job["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "3"
+    create(cp, job)
+    wait_workload(cp, job, "admitted", ADMITTED)
+
+    over = wait_workload(cp, job, "deactivated by Kueue", lambda c: reason(c, "Evicted").startswith("DeactivatedDueTo"))
+    assert reason(conditions(over), "Evicted") == "DeactivatedDueToMaximumExecutionTimeExceeded", conditions(over)
+    assert over["spec"]["active"] is False
+    wait_for("suspended again", lambda: suspended(cp, job))
+    record(cp, "max_execution_time_job", get(cp, job), workload_of_now(cp, job), "ran past 3 s", kueue)
+    queues.delete(cp, job)
+
+
+def test_an_admitted_job_that_cannot_resume_stays_suspended(control_plane: ControlPlane, kueue: Any) -> None:
+    """A policy refuses the job's resume: its Workload is Admitted, the job still suspended (kueue#11931)."""
+    cp = control_plane
+    queues.hold_resumes(cp)
+    try:
+        queues.wait_until_held(cp)
+        job = batch_job("held", "1")
+        job["metadata"]["labels"][queues.HOLD_LABEL] = "true"
+        create(cp, job)
+        wait_workload(cp, job, "admitted", ADMITTED)
+        time.sleep(3)  # Kueue tried to resume it, and was refused
+        assert suspended(cp, job)
+        held = workload_of_now(cp, job)
+        assert conditions(held)["Admitted"][0] == "True", conditions(held)
+        record(cp, "admitted_suspended_job", get(cp, job), held, "admitted; a policy refuses its resume", kueue)
+    finally:
+        queues.release_resumes(cp)
+    queues.delete(cp, job)
+
+
+def test_a_queue_that_waits_for_an_admission_check(control_plane: ControlPlane, kueue: Any) -> None:
+    """Quota reserved, not admitted until the check is Ready; a Rejected check deactivates the next one."""
+    cp = control_plane
+    queues.install_checked_queue(cp)
+    first = batch_job("checked", "1", queue=queues.CHECKED_LOCAL_QUEUE)
+    create(cp, first)
+    reserved = wait_workload(cp, first, "quota reserved", lambda c: c.get("QuotaReserved", ("",))[0] == "True")
+    assert reserved["status"]["admission"]["clusterQueue"] == queues.CHECKED_CLUSTER_QUEUE
+    time.sleep(2)  # Kueue would admit it now if it did not wait for the check
+    waiting = workload_of_now(cp, first)
+    assert not ADMITTED(conditions(waiting)), conditions(waiting)
+    assert suspended(cp, first)
+    record(cp, "unsatisfied_checks_job", get(cp, first), waiting, "quota reserved, its check Pending", kueue)
+    queues.set_check(cp, waiting, "Ready", "checked by hand")
+    wait_workload(cp, first, "finished once the check is Ready", FINISHED, timeout=90)
+
+    second = batch_job("check-rejected", "1", queue=queues.CHECKED_LOCAL_QUEUE)
+    create(cp, second)
+    reserved = wait_workload(cp, second, "quota reserved", lambda c: c.get("QuotaReserved", ("",))[0] == "True")
+    queues.set_check(cp, reserved, "Rejected", "refused by hand")
+    rejected = wait_workload(cp, second, "deactivated", lambda c: reason(c, "Evicted").startswith("DeactivatedDueTo"))
+    record(cp, "rejected_check_job", get(cp, second), rejected, "its check Rejected", kueue)
+    queues.delete(cp, first)
+    queues.delete(cp, second)
+
+
+def test_requests_no_queue_can_take(control_plane: ControlPlane, kueue: Any) -> None:
+    """A LocalQueue that does not exist, a resource no flavor covers: as released, then with the gate."""
+    cp = control_plane
+    lost = batch_job("no-such-queue", "1", queue="no-such-queue")
+    alien = batch_job("alien-resource", "1", extra={"example.com/gpu": "1"})
+    for job in (lost, alien):
+        create(cp, job)
+    for job, state in ((lost, "inadmissible_job"), (alien, "no_matching_flavor_job")):
+        found = wait_workload(cp, job, "not admissible", pending)
+        assert suspended(cp, job)
+        record(cp, state, get(cp, job), found, f"{job['metadata']['name']}, as released", kueue)
+
+    # With the gate, Kueue writes its finer reason for a Workload it considers afresh: a new job's. One asking for a
+    # resource no flavor covers, right after another did, is not evaluated at all (Kueue's equivalence cache).
+    kueue.restart_kueue(queues.OBSERVABILITY_GATES)
+    alien_gated = batch_job("alien-resource-gated", "1", extra={"example.com/fpga": "1"})
+    create(cp, alien_gated)
+    try:
+        for job, state, tiered in (
+            (lost, "misconfigured_job_observability", "Misconfigured"),
+            (alien_gated, "pending_evaluation_job_observability", "PendingEvaluation"),
+        ):
+            found = wait_workload(cp, job, tiered, lambda c, r=tiered: reason(c, "QuotaReserved") == r)
+            record(cp, state, get(cp, job), found, f"{job['metadata']['name']}, with the gate on", kueue)
+    finally:
+        kueue.restart_kueue({})
+    for job in (lost, alien, alien_gated):
+        queues.delete(cp, job)
+
+
+def test_a_preemptor_waits_for_its_victims_with_the_gate_on(control_plane: ControlPlane, kueue: Any) -> None:
+    cp = control_plane
+    kueue.restart_kueue(queues.OBSERVABILITY_GATES)
+    watched = queues.WorkloadWatch(cp)
+    try:
+        low = batch_job("victim", "1", run="30s", priority="low")
+        high = batch_job("preemptor", "1", run="2s", priority="high")
+        create(cp, low)
+        wait_workload(cp, low, "admitted", ADMITTED)
+        create(cp, high)
+        waiting = watched.first(
+            high, "waits for its victim", lambda c: reason(c, "QuotaReserved") == "WaitingForPreemptedWorkloads"
+        )
+        record(cp, "waiting_for_preempted_job", get(cp, high), waiting, "preempting a lower priority", kueue)
+        wait_workload(cp, high, "finished", FINISHED, timeout=90)
+    finally:
+        watched.close()
+        kueue.restart_kueue({})
+    queues.delete(cp, low)
+    queues.delete(cp, high)
+
+
+def test_pods_never_ready_exhaust_the_requeuing_limit(control_plane: ControlPlane, kueue: Any) -> None:
+    """waitForPodsReady (5 s, backoffLimitCount 0): a job whose image never pulls is deactivated."""
+    cp = control_plane
+    kueue.restart_kueue({}, queues.WAIT_FOR_PODS_READY)
+    try:
+        job = batch_job("never-ready", "1", outcome="image-pull-backoff")
+        create(cp, job)
+        out = wait_workload(
+            cp, job, "deactivated by Kueue", lambda c: reason(c, "Evicted").startswith("DeactivatedDueTo"), timeout=90
+        )
+        assert reason(conditions(out), "Evicted") == "DeactivatedDueToRequeuingLimitExceeded", conditions(out)
+        wait_for("suspended again", lambda: suspended(cp, job))
+        record(cp, "requeuing_limit_job", get(cp, job), workload_of_now(cp, job), "pods never ready", kueue)
+    finally:
+        kueue.restart_kueue({}, {})
+    queues.delete(cp, job)

@@ -13,7 +13,7 @@ from harness.kubeapi.crds import crd_from_manifest
 from harness.kubeapi.faults import Fault, Injection, take
 from harness.kubeapi.pods import PodLogs
 from harness.kubeapi.requestlog import RequestRecord
-from harness.kubeapi.routes import Obj
+from harness.kubeapi.routes import Obj, Route
 from harness.kubeapi.server import Handler, Server
 from harness.kubeapi.tls import self_signed
 from harness.kubeapi.watch import Watches
@@ -37,6 +37,7 @@ class KubeAPI(PodLogs, Watches):
         self.tls = tls
         self.accepted_tokens: Callable[[str], bool] | set[str] | None = None
         self.strict_resources = False
+        self.mutators: list[Callable[[Route, Obj], None]] = []
         self.watch_real_cap_seconds: float | None = None
         # Set by a harness on virtual time: advances that clock by N seconds
         # while a watch waits for events, so watches end on virtual time.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from harness.kubeapi.crds import validate_schema
@@ -21,6 +22,8 @@ class RestVerbs(Store):
 
     strict_resources: bool  # 404 for a group/plural no registered CRD serves, as a real server does
     _chunks: Chunks  # the snapshots of LISTs read in chunks
+    # Mutating admission, called on every create before validation (as Kueue's webhook suspends a queued job).
+    mutators: list[Callable[[Route, Obj], None]]
 
     def _validate(self, route: Route, obj: Obj, mode: str, name: str) -> list[str]:
         """Check ``obj`` against its CRD schema in place; return the warnings to send."""
@@ -64,6 +67,8 @@ class RestVerbs(Store):
                 alphabet = "bcdfghjklmnpqrstvwxz2456789"
                 meta["name"] = meta["generateName"] + "".join(secrets.choice(alphabet) for _ in range(5))
             name = meta.get("name") or ""
+            for mutate in self.mutators:
+                mutate(route, body)
             warnings = self._validate(route, body, mode, name)
             causes = label_causes(meta.get("labels"))
             if causes:

@@ -67,15 +67,19 @@ class Store:
             obj["status"] = {"phase": "Active"}
             return self._create(Route("", "v1", "namespaces", None), obj)
 
-    def put(self, path_or_key: str | tuple[str, ...], obj: Obj) -> Obj:
-        """Create or replace an object directly, status included (creates the namespace if needed)."""
+    def put(self, path_or_key: str | tuple[str, ...], obj: Obj, created: float | None = None) -> Obj:
+        """Create or replace an object directly, status included (creates the namespace if needed).
+
+        ``created``: the creation time of an object created now, when a simulated controller made it at
+        an earlier moment of the clock (a Workload made as its job was).
+        """
         route = self._route(path_or_key, obj)
         with self.lock:
             if route.namespace:
                 self.create_namespace(route.namespace)
             if route.key in self._store:
                 return self._write(route, copy.deepcopy(obj), keep_status=False)
-            return self._create(route, copy.deepcopy(obj))
+            return self._create(route, copy.deepcopy(obj), created)
 
     def get(self, path_or_key: str | tuple[str, ...]) -> Obj | None:
         route = self._route(path_or_key)
@@ -111,6 +115,11 @@ class Store:
             ]
         return sorted(items, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
 
+    def crd(self, group: str, plural: str) -> CRD:
+        """The registered CRD that serves ``group``/``plural`` (KeyError when none does)."""
+        with self.lock:
+            return self._crds[(group, plural)]
+
     @property
     def resource_version(self) -> int:
         return self._rv
@@ -143,14 +152,14 @@ class Store:
         self._events.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), kind, route.key, copy.deepcopy(obj)))
         self._changed.notify_all()
 
-    def _create(self, route: Route, obj: Obj) -> Obj:
+    def _create(self, route: Route, obj: Obj, created: float | None = None) -> Obj:
         meta = obj.setdefault("metadata", {})
         if route.namespace:
             meta["namespace"] = route.namespace
         else:
             meta.pop("namespace", None)
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = rfc3339(self.clock())
+        meta["creationTimestamp"] = rfc3339(self.clock() if created is None else created)
         meta["resourceVersion"] = self._next_rv()
         meta["generation"] = 1
         if obj.get("kind") and route.group:

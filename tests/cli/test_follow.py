@@ -463,3 +463,24 @@ def test_aws_errors_are_one_line_without_credentials():
     message = str(follow._aws_error(error, "cannot start the execution"))
 
     assert message == "cannot start the execution: AccessDeniedException: User: arn:aws:sts::1:x is not authorized"
+
+
+def test_a_line_says_how_far_a_trainjob_has_come_and_why_a_queued_job_waits():
+    queue = {"localQueue": "team-a", "clusterQueue": "gpu-cq", "evictions": [{"reason": "Preempted", "count": 2}]}
+    history = History().poll("Submit", 0, "PENDING", "NoStatus")
+    history.poll(
+        "Status", 182, "PENDING", "WaitingForQuota", wait=60, queue={"localQueue": "team-a"}, queuedSeconds=182
+    )
+    history.poll("Status", 300, "PENDING", "Evicted", wait=60, queue=queue, queuedSeconds=3725)
+    progress = {"progressPercentage": 42, "estimatedRemainingSeconds": 3310, "metrics": {"loss": "0.31"}}
+    history.poll("Status", 2410, "RUNNING", "TrainJobRunning", wait=95, progress=progress)
+    reader = follow.HistoryReader()
+
+    lines = [poll.line() for poll in reader.feed(history.events)]
+
+    assert lines[1:] == [
+        "+00:03:02  PENDING    WaitingForQuota              next wait 60s  (queued 3m02s in team-a)",
+        "+00:05:00  PENDING    Evicted                      next wait 60s  (queued 1h02m in gpu-cq, evicted 2x)",
+        "+00:40:10  RUNNING    TrainJobRunning              next wait 95s  (42%, ETA 55m10s)",
+    ]
+    assert lines[0] == "+00:00:00  PENDING    NoStatus                     next wait 30s"  # nothing to say: as before

@@ -155,3 +155,17 @@ def test_the_chart_is_versioned_with_the_package():
     chart = yaml.safe_load((ROOT / "charts" / "jobsync" / "Chart.yaml").read_text())
     version = re.search(r'^version = "(.+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
     assert version and chart["version"] == chart["appVersion"] == version.group(1)
+
+
+@pytest.mark.parametrize("mode", ["poll", "watch"])
+def test_kueue_enabled_adds_get_on_workloads_and_local_queues_only(mode):
+    kinds = "PyTorchJob,batch/v1/Job,TrainJob"
+    role = by_kind(render({"allowedKinds": kinds, "completionMode": mode, "kueueEnabled": True}))["Role", "jobsync"]
+    assert grants.of_role(role) == {g.key() for g in grants.functions(parse_allowed_kinds(kinds), mode, kueue=True)}
+    assert role["rules"][-1] == {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["localqueues", "workloads"],
+        "verbs": ["get"],
+    }
+    without = by_kind(render({"allowedKinds": kinds, "completionMode": mode}))["Role", "jobsync"]
+    assert not any("kueue.x-k8s.io" in rule["apiGroups"] for rule in without["rules"])

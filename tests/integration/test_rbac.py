@@ -87,3 +87,24 @@ def test_watch_mode_adds_exactly_the_watch_verb():
     assert needed - {g.key() for g in grants.functions(parse_allowed_kinds("PyTorchJob"), "poll")} == {
         ("watch", "kubeflow.org", "pytorchjobs")
     }
+
+
+def test_kueue_adds_exactly_get_on_its_workloads_and_local_queues():
+    """A queued job (Kueue's Workload, its LocalQueue once), a preempted one: what KueueEnabled adds, and no more."""
+    used = set()
+    for story, scenario in (("queued", "success"), ("preempted", "success"), ("refused", "success")):
+        with LocalJobsync(scenario, {"pending_s": 30, "run_s": 600}, env=QUIET, queue=story) as local:
+            execution_input = load_event("run-job-input.json")
+            execution_input["job"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "e2e"
+            if story == "refused":  # two pods of 1 CPU: past the ClusterQueue's whole quota
+                for replica in execution_input["job"]["spec"]["pytorchReplicaSpecs"].values():
+                    replica["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+            assert local.run({**execution_input, "cleanup": "always"}, name=story).status in ("SUCCEEDED", "FAILED")
+            used |= local.api.verbs_used()
+            assert 403 not in {r.status for r in local.api.requests}
+    kinds = parse_allowed_kinds("PyTorchJob")
+    added = {g.key() for g in grants.functions(kinds, "poll", kueue=True)} - {g.key() for g in grants.functions(kinds)}
+    assert added == {("get", "kueue.x-k8s.io", "workloads"), ("get", "kueue.x-k8s.io", "localqueues")}
+    assert added <= used <= {g.key() for g in grants.functions(kinds, "poll", kueue=True)}
+    role = by_kind(render({"kueueEnabled": True}))["Role", "jobsync"]
+    assert grants.of_role(role) == {g.key() for g in grants.functions(kinds, "poll", kueue=True)}

@@ -209,7 +209,10 @@ def test_each_helm_command_installs_the_chart_with_values_it_takes(cwd, words):
             node = values
             for part in parts[:-1]:
                 node = node.setdefault(part, {})
-            node[parts[-1]] = "x" if value.startswith("$") or "$" in value else value.replace("\\,", ",")
+            typed: Any = "x" if value.startswith("$") or "$" in value else value.replace("\\,", ",")
+            if flag == "--set" and value in ("true", "false"):  # helm's --set reads these as booleans
+                typed = value == "true"
+            node[parts[-1]] = typed
     from e2e import helm
 
     if "--reuse-values" in words or not helm.available():

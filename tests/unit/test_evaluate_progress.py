@@ -134,3 +134,38 @@ def test_each_kind_says_when_it_started_and_finished(payload, started, finished)
     times = job_times(obj, evaluate(obj))
 
     assert (times.started, times.finished) == (started, finished)
+
+
+def test_the_progress_reaches_the_loop_state_and_the_notifiers_event():
+    from jobsync import clock
+    from jobsync.core.event import PhaseChangedDetail
+    from jobsync.core.ours import job_labels
+    from jobsync.core.state import LoopState
+    from jobsync.core.step import decide, step
+    from jobsync.evaluation.kinds import lookup
+    from jobsync.settings import Settings
+
+    job = load_payload("trainer_v2/trainjob_progress.yaml")
+    execution = "arn:aws:states:us-east-1:123456789012:execution:jobsync-run-job:progress"
+    job["metadata"]["labels"] = {**job["metadata"].get("labels", {}), **job_labels(execution)}
+    meta = job["metadata"]
+    ref = {"apiVersion": job["apiVersion"], "kind": job["kind"], "namespace": meta["namespace"], "name": meta["name"]}
+    state = LoopState.model_validate(
+        {
+            "job": {**ref, "uid": meta.get("uid")},
+            "execution": execution,
+            "submittedAt": "2025-01-23T10:00:00Z",
+            "deadline": "2025-02-23T10:00:00Z",
+            "phase": "RUNNING",
+            "phaseSince": "2025-01-23T10:00:00Z",
+        }
+    )
+    settings = Settings(namespace=meta["namespace"], allowed_kinds="TrainJob")
+    looked = decide(step(state, job, clock.parse("2025-01-23T10:31:00Z") or 0.0, settings), lambda read: None)
+    expected = evaluate(job).to_dict()["progress"]
+
+    assert looked.state.payload()["progress"] == expected
+    detail = PhaseChangedDetail.of(job, lookup(job["apiVersion"], job["kind"])).payload()
+    assert detail["progress"] == expected
+    pytorchjob = load_payload("kubeflow_v1/pytorchjob_running.yaml")
+    assert PhaseChangedDetail.of(pytorchjob, lookup("kubeflow.org/v1", "PyTorchJob")).payload()["progress"] is None

@@ -1,9 +1,9 @@
-"""The Kueue states the e2e tier recorded (tests/payloads/kueue/): what each holds, and how jobsync reads it today.
+"""The Kueue states the e2e tier recorded (tests/payloads/kueue/): what each holds.
 
 Each file is a real job and its Workload at one queue state, from Kueue v0.19.2 on the real API server
 (e2e/tests/test_kueue.py). These tests hold the recordings to the state they claim, so the queue-aware
-verdict is built on what Kueue really writes; the last one pins what jobsync says of them before that
-verdict exists.
+verdict (tests/unit/test_queue_verdict.py) is tested on what Kueue really writes; the last one shows why it
+must read the Workload: the job's own status cannot tell a queue's suspension from a person's.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ STATES: dict[str, dict[str, tuple[str, str, str]]] = {
         "Admitted": ("False", "NoReservation", ""),
     },
     "refused_job": {"QuotaReserved": ("False", "Pending", "maximum capacity")},
+    "refused_pytorchjob": {"QuotaReserved": ("False", "Pending", "maximum capacity (1)")},
     "refused_job_observability": {
         "QuotaReserved": ("False", "ExceedsMaxQuota", "maximum capacity"),
         "Admitted": ("False", "NoReservation", ""),
@@ -44,8 +45,57 @@ STATES: dict[str, dict[str, tuple[str, str, str]]] = {
     "finished_job": {"Finished": ("True", "Succeeded", "")},
     "finished_pytorchjob": {"Finished": ("True", "Succeeded", "successfully completed")},
     "finished_after_preemption_job": {"Finished": ("True", "Succeeded", ""), "Admitted": ("True", "Admitted", "")},
+    "waiting_for_preempted_job": {
+        "QuotaReserved": ("False", "WaitingForPreemptedWorkloads", "Pending the preemption of 1 workload(s)"),
+        "Admitted": ("False", "NoReservation", ""),
+    },
+    "no_matching_flavor_job": {"QuotaReserved": ("False", "Pending", "example.com/gpu unavailable in ClusterQueue")},
+    "pending_evaluation_job_observability": {
+        "QuotaReserved": ("False", "PendingEvaluation", "an equivalent workload recently failed"),
+    },
+    "inadmissible_job": {"QuotaReserved": ("False", "Inadmissible", "LocalQueue no-such-queue doesn't exist")},
+    "misconfigured_job_observability": {
+        "QuotaReserved": ("False", "Misconfigured", "LocalQueue no-such-queue doesn't exist"),
+    },
+    "deactivated_job": {
+        "Evicted": ("True", "Deactivated", "The workload is deactivated"),
+        "Admitted": ("True", "", ""),
+    },
+    "deactivated_queued_job": {
+        "Evicted": ("True", "Deactivated", "The workload is deactivated"),
+        "QuotaReserved": ("False", "Pending", "insufficient unused quota"),
+    },
+    "max_execution_time_job": {
+        "Evicted": ("True", "DeactivatedDueToMaximumExecutionTimeExceeded", "exceeding the maximum execution time"),
+        "DeactivationTarget": ("True", "MaximumExecutionTimeExceeded", ""),
+    },
+    "requeuing_limit_job": {
+        "Evicted": ("True", "DeactivatedDueToRequeuingLimitExceeded", "maximum number of re-queuing retries"),
+    },
+    "admitted_suspended_job": {"QuotaReserved": ("True", "QuotaReserved", ""), "Admitted": ("True", "Admitted", "")},
+    "unsatisfied_checks_job": {"QuotaReserved": ("True", "QuotaReserved", "ClusterQueue e2e-checked-cq")},
+    "rejected_check_job": {
+        "Evicted": ("True", "DeactivatedDueToAdmissionCheck", 'AdmissionCheck in Rejected state: "manual-check"'),
+    },
 }
-EVICTED_ONCE = {"preempted_job", "readmitted_job", "finished_after_preemption_job"}
+EVICTED_ONCE = {
+    "preempted_job",
+    "readmitted_job",
+    "finished_after_preemption_job",
+    "deactivated_job",
+    "deactivated_queued_job",
+    "max_execution_time_job",
+    "requeuing_limit_job",
+    "rejected_check_job",
+}
+# Deactivated: spec.active false (by hand, or by Kueue itself).
+INACTIVE = {
+    "deactivated_job",
+    "deactivated_queued_job",
+    "max_execution_time_job",
+    "requeuing_limit_job",
+    "rejected_check_job",
+}
 
 
 def test_every_recorded_state_is_checked():
@@ -59,8 +109,10 @@ def test_a_recorded_state_shows_what_kueue_writes_for_it(state):
     conditions = {c["type"]: c for c in workload["status"]["conditions"]}
 
     for kind, (status, reason, said) in STATES[state].items():
-        assert (conditions[kind]["status"], conditions[kind]["reason"]) == (status, reason), (kind, conditions[kind])
+        assert conditions[kind]["status"] == status, (kind, conditions[kind])
+        assert reason in ("", conditions[kind]["reason"]), (kind, conditions[kind])
         assert said in conditions[kind]["message"]
+    assert workload["spec"]["active"] is (state not in INACTIVE)
     # The Workload is the job's: Kueue owns it to the job by uid, as the queue-aware verdict will find it.
     owners = [r for r in workload["metadata"]["ownerReferences"] if r.get("controller")]
     assert [(r["kind"], r["uid"]) for r in owners] == [(job["kind"], job["metadata"]["uid"])]
@@ -89,6 +141,6 @@ def test_each_recording_names_the_kueue_version_and_how_it_was_made(state):
         ("finished_after_preemption_job", Phase.SUCCEEDED),
     ],
 )
-def test_without_the_queue_aware_verdict_a_queued_job_reads_as_suspended(state, phase):
-    # The job alone cannot tell Kueue's suspension from a person's: the queue-aware verdict reads the Workload.
+def test_the_job_alone_reads_as_suspended_while_it_waits_in_its_queue(state, phase):
+    # The evaluator reads the job's status alone: Kueue's suspension and a person's look the same to it.
     assert evaluate(load_payload(f"kueue/{state}.yaml")["job"]).phase is phase

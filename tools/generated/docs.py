@@ -69,6 +69,7 @@ def rbac() -> str:
     watch = grants.of_role(by_kind(render({"completionMode": "watch"}))["Role", "jobsync"]) - role
     trainjob = grants.of_role(by_kind(render({"allowedKinds": "PyTorchJob,TrainJob"}))["Role", "jobsync"]) - role
     owners = sorted(f"`{res}` (`{group}`)" for verb, group, res in trainjob if verb == "get" and res != "trainjobs")
+    kueue = grants.of_role(by_kind(render({"kueueEnabled": True}))["Role", "jobsync"]) - role
     notifier = grants.of_role(by_kind(render(CALLBACK))["Role", "jobsync-notifier"])
     lines = [
         f"The functions' Role, as the chart renders it for the template's defaults (AllowedKinds `PyTorchJob`, "
@@ -78,7 +79,9 @@ def rbac() -> str:
         "",
         f"CompletionMode `watch` adds {', '.join(f'`{v}` on `{r}`' for v, _, r in sorted(watch))} (each allowed "
         "kind). More AllowedKinds add their resources, one rule per API group. A TrainJob adds `get` on "
-        f"{' and '.join(owners)}: its pods' owners, read to check that they lead to it. In callback mode the "
+        f"{' and '.join(owners)}: its pods' owners, read to check that they lead to it. KueueEnabled adds "
+        + " and ".join(f"`{v}` on `{r}` (`{g}`)" for v, g, r in sorted(kueue))
+        + ": a queued job's Workload, and once its LocalQueue (never a list). In callback mode the "
         f"notifier's own Role (ServiceAccount `jobsync-notifier`) has {len(notifier)} grants: "
         + ", ".join(f"`{v}` on `{r}`" for v, _, r in sorted(notifier))
         + " (each allowed kind), and nothing else.",

@@ -43,6 +43,8 @@ def chart_command(stack: StackConfig) -> str:
         f"--set completionMode={stack.mode}",
         f"--set-string kubernetesGroup={shlex.quote(stack.group)}",
     ]
+    if stack.kueue:
+        sets.append("--set kueueEnabled=true")
     if stack.mode == "callback":
         bus = stack.outputs.get("EventBusName") or "<EventBusName>"
         repository = stack.outputs.get("NotifierRepositoryUri") or "<your notifier image repository>"
@@ -80,9 +82,25 @@ def namespace(api: Any, stack: StackConfig) -> Check:
     return ok(f"namespace {stack.namespace}", "exists")
 
 
+KUEUE_INSTALL = (
+    "helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version=0.19.2 -n kueue-system --create-namespace"
+)
+
+
 def crds(api: Any, stack: StackConfig) -> list[Check]:
-    """One check per allowed kind: the API server serves its resource."""
+    """One check per allowed kind: the API server serves its resource; with KueueEnabled, Kueue's Workloads."""
     checks = []
+    if stack.kueue:
+        name = "Kueue (workloads.kueue.x-k8s.io)"
+        served = {
+            r["name"]
+            for version in ("v1beta2", "v1beta1")
+            for r in _get(api, f"/apis/kueue.x-k8s.io/{version}", missing={"resources": []}).get("resources") or []
+        }
+        if {"workloads", "localqueues"} <= served:
+            checks.append(ok(name, "served"))
+        else:
+            checks.append(fix(name, "not served, though KueueEnabled is true: Kueue is not installed", KUEUE_INSTALL))
     for spec in parse_allowed_kinds(stack.kinds):
         if not spec.plural:
             continue
@@ -101,12 +119,13 @@ def crds(api: Any, stack: StackConfig) -> list[Check]:
 
 def functions_rbac(api: Any, stack: StackConfig) -> Check:
     """Every grant the functions need, as their group holds it (SubjectAccessReview)."""
-    needed = grants.functions(parse_allowed_kinds(stack.kinds), stack.mode)
+    needed = grants.functions(parse_allowed_kinds(stack.kinds), stack.mode, kueue=stack.kueue)
     denied = [g for g in needed if not _allowed(api, stack, g, user=AWS_AUTH_USERNAME, groups=[stack.group])]
     name = f"RBAC of group {stack.group}"
     if denied:
         return fix(name, f"may not {', '.join(map(str, denied))}", chart_command(stack))
-    return ok(name, f"all {len(needed)} grants the functions need ({stack.mode} mode)")
+    kueue = ", Kueue's Workloads included" if stack.kueue else ""
+    return ok(name, f"all {len(needed)} grants the functions need ({stack.mode} mode{kueue})")
 
 
 def notifier_rbac(api: Any, stack: StackConfig) -> Check:

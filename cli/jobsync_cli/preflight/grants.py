@@ -30,6 +30,11 @@ POD_GRANTS = (
     ("list", "", "events", "status: the events of a stuck pod (is capacity coming? can its image be pulled?)"),
 )
 NOTIFIER_VERBS = {"list": "the notifier: lists the jobs on start and after a 410", "watch": "the notifier"}
+#: Only where the stack says Kueue is used (KueueEnabled, the chart's kueueEnabled): read by name, never listed.
+KUEUE_GRANTS = (
+    ("get", "kueue.x-k8s.io", "workloads", "status: a queued job's Workload (why it waits, its admission, evictions)"),
+    ("get", "kueue.x-k8s.io", "localqueues", "status: a queued job's LocalQueue, once (the ClusterQueue it feeds)"),
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -46,8 +51,8 @@ class Grant:
         return f"{self.verb} {self.resource}" + (f".{self.group}" if self.group else "")
 
 
-def functions(kinds: Iterable[KindSpec], completion_mode: str = "poll") -> list[Grant]:
-    """The functions' grants (bound to the stack's KubernetesGroup)."""
+def functions(kinds: Iterable[KindSpec], completion_mode: str = "poll", kueue: bool = False) -> list[Grant]:
+    """The functions' grants (bound to the stack's KubernetesGroup); ``kueue``: the stack's KueueEnabled."""
     kinds = [k for k in kinds if k.plural]
     verbs = dict(JOB_VERBS)
     if completion_mode == "watch":
@@ -61,6 +66,8 @@ def functions(kinds: Iterable[KindSpec], completion_mode: str = "poll") -> list[
         if (part.group, part.plural) not in allowed
     }
     grants |= {Grant(*grant) for grant in POD_GRANTS}
+    if kueue:
+        grants |= {Grant(*grant) for grant in KUEUE_GRANTS}
     return sorted(grants)
 
 

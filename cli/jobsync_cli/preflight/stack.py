@@ -54,6 +54,11 @@ class StackConfig:
         return self.get("CompletionMode") or "poll"
 
     @property
+    def kueue(self) -> bool:
+        """KueueEnabled: the cluster queues jobs with Kueue, whose Workloads the functions read."""
+        return self.get("KueueEnabled") == "true"
+
+    @property
     def group(self) -> str:
         return self.get("KubernetesGroup") or "jobsync"
 

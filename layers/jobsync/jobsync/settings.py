@@ -278,6 +278,11 @@ class Settings(_FromEnvironment):
         300, ge=0, description="A job whose status the operator never fills in this long ends as FAILED."
     )
     log_tail_bytes: int = Field(4096, ge=0, description="The most of a failed container's log put in the Cause.")
+    kueue_enabled: bool = Field(
+        False,
+        description="The cluster queues jobs with Kueue: a queued job's Workload (and LocalQueue) are read "
+        "(the chart's kueueEnabled grants get on them).",
+    )
     watch_seconds: int = Field(
         0,
         ge=0,

@@ -67,6 +67,9 @@ class PhaseChangedDetail(BaseModel):
     createdAt: str | None = None
     startedAt: str | None = None
     finishedAt: str | None = None
+    # What the job's controller reports of its advance (a TrainJob's progressPercentage, estimatedRemainingSeconds,
+    # metrics; child Job counts: ``Evaluation.progress``), None when it reports nothing.
+    progress: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, obj: Mapping[str, Any], spec: KindSpec) -> PhaseChangedDetail:
@@ -84,6 +87,7 @@ class PhaseChangedDetail(BaseModel):
             createdAt=times.created,
             startedAt=times.started,
             finishedAt=times.finished,
+            progress=(evaluation.progress.to_dict() or None) if evaluation.progress is not None else None,
         )
 
     @classmethod

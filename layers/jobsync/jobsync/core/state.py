@@ -21,6 +21,8 @@ from jobsync import clock
 from jobsync.core.outcome import Phase
 
 CleanupMode = Literal["onFailure", "always", "never"]
+# Where the run's deadline counts from: the job's submission, or its admission by a queue (Kueue).
+DeadlineFrom = Literal["submission", "admission"]
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 EXECUTION_ARN = r"^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:execution:[^:]+:[^:]+$"
 # A hint past any deadline a deployment allows is a mistake (and 10**400 overflows the wait
@@ -88,6 +90,34 @@ class JobRef(_Strict):
     uid: str | None = None
 
 
+class Eviction(_Strict):
+    """One line of a Kueue Workload's ``schedulingStats.evictions``: why it was evicted, how many times."""
+
+    reason: str
+    underlyingCause: str = ""
+    count: int = Field(ge=0)
+
+
+# A Workload keeps at most 256 eviction lines (Kueue's CRD); the state carries the first ones.
+MAX_EVICTION_LINES = 8
+
+
+class QueueRecord(_Strict):
+    """What the looks learned of the queue a Kueue-managed job waits in (``jobsync.core.queue``).
+
+    ``clusterQueue`` is None until a look learns it (the Workload's admission,
+    or its LocalQueue); ``admittedAt`` is the job's first admission seen, the
+    start of a deadline that counts from admission; ``evictions`` are Kueue's
+    own counts, by reason.
+    """
+
+    localQueue: str
+    clusterQueue: str | None = None
+    workload: str | None = None
+    admittedAt: Instant | None = None
+    evictions: list[Eviction] = Field(default_factory=list, max_length=MAX_EVICTION_LINES)
+
+
 class LoopState(BaseModel):
     """The state of one run (see the module docstring)."""
 
@@ -98,6 +128,14 @@ class LoopState(BaseModel):
     cleanup: CleanupMode = "onFailure"
     submittedAt: Instant
     deadline: Instant
+    # The run's budget apart from the queue's (Submit's input): ``timeoutSeconds`` from ``deadlineFrom``.
+    # ``queueDeadline``: the latest a queued job may be admitted; None once the job has left its queue (then
+    # a deadline that counts from admission is settled) or when no queue budget applies.
+    deadlineFrom: DeadlineFrom = "submission"
+    timeoutSeconds: int | None = Field(default=None, gt=0)
+    queueDeadline: Instant | None = None
+    # The queue's whole budget: a job evicted and requeued waits again within what is left of it.
+    queueTimeoutSeconds: int | None = Field(default=None, gt=0)
     expectedDurationSeconds: int | None = Field(default=None, le=MAX_EXPECTED_DURATION_SECONDS)
     jobFamily: str | None = None
     # Where expectedDurationSeconds came from: the input, or the family's learned median.
@@ -113,6 +151,12 @@ class LoopState(BaseModel):
     finishedAt: Instant | None = None
     noticedAt: Instant | None = None
     timesFrom: dict[Literal["startedAt", "finishedAt"], TimesFrom] = Field(default_factory=dict)
+    # A Kueue-managed job: its queue, and the seconds it waited for admission (evicted and requeued: all of them).
+    queue: QueueRecord | None = None
+    queuedSeconds: int | None = Field(default=None, ge=0)
+    # What the job's controller reports of its advance (a TrainJob's progress and ETA, child Job counts), as
+    # the evaluator reads it (``Evaluation.progress``); None when it reports nothing.
+    progress: dict[str, Any] | None = None
     stuckSince: Instant | None = None
     # Callback mode with the sweeper: when a look could next decide a starting job (a stuck pod's grace, a missing
     # operator); the sweeper looks at it on its first run from then (jobsync.core.wait.sweep_due).
@@ -133,3 +177,10 @@ class LoopState(BaseModel):
         would quietly write it as null).
         """
         return self.model_dump(exclude_none=True)
+
+    def look_deadline(self, now: float) -> float:
+        """The next moment a look must not wait past: the deadline, or the queue's while it is ahead."""
+        deadline = seconds(self.deadline)
+        if self.queueDeadline is not None and now < seconds(self.queueDeadline) < deadline:
+            return seconds(self.queueDeadline)
+        return deadline

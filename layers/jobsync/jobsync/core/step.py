@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobsync.core.outcome import Outcome, Phase
-from jobsync.core.state import CleanupMode, JobRef, LoopState, instant, text_instant
+from jobsync.core.state import CleanupMode, DeadlineFrom, JobRef, LoopState, instant, seconds, text_instant
 from jobsync.core.verdict import Read, Verdict, judge
 from jobsync.core.wait import Starting, with_next_wait
 from jobsync.evaluation import evaluate
@@ -60,7 +60,7 @@ def step(
         "reason": verdict.reason,
         "message": verdict.message,
         "terminal": phase.terminal,
-        "phaseSince": instant(now) if phase != state.phase else state.phaseSince,
+        "phaseSince": instant(now) if phase != state.phase or _admitted(state, verdict) else state.phaseSince,
         "diagnostics": verdict.diagnostics,
         "logTail": verdict.log_tail,
         "result": verdict.result,
@@ -68,6 +68,7 @@ def step(
     if verdict.stuck_checked:
         update["stuckSince"] = instant(verdict.stuck_since) if verdict.stuck_since is not None else None
     update |= _times(state, phase, verdict, now)
+    update |= _queue(state, verdict, now)
     starting = Starting(visible=verdict.visible, reconciled=verdict.reconciled, stuck_until=verdict.stuck_until)
     return Step(with_next_wait(state.model_copy(update=update), now, settings, watched, starting=starting))
 
@@ -95,16 +96,32 @@ def begin(
     hint: int | None = None,
     family: str | None = None,
     hint_source: str | None = None,
+    queue_timeout: int | None = None,
+    deadline_from: DeadlineFrom = "submission",
 ) -> Step:
-    """The first loop state of a job just created (``created``, as the API answered), and its first wait."""
+    """The first loop state of a job just created (``created``, as the API answered), and its first wait.
+
+    ``timeout`` is the run's budget: from now, or (``deadline_from`` admission) from the job's admission by its
+    queue, which must come within ``queue_timeout`` (default: the deployment's default timeout); until a look
+    learns it, the deadline is the latest the run could end. ``queue_timeout`` alone bounds the queue's wait
+    within a deadline that counts from now.
+    """
     verdict = evaluate(created)
+    if deadline_from == "admission":
+        queue_timeout = queue_timeout or settings.default_timeout_seconds
+    queue_deadline = now + queue_timeout if queue_timeout else None
+    deadline = (queue_deadline if deadline_from == "admission" and queue_deadline else now) + timeout
     state = LoopState.model_validate(
         {
             "job": job,
             "execution": execution,
             "cleanup": cleanup,
             "submittedAt": instant(now),
-            "deadline": instant(now + timeout),
+            "deadline": instant(deadline),
+            "deadlineFrom": deadline_from,
+            "timeoutSeconds": timeout,
+            "queueDeadline": instant(queue_deadline) if queue_deadline is not None else None,
+            "queueTimeoutSeconds": queue_timeout,
             "expectedDurationSeconds": hint,
             "jobFamily": family,
             "hintSource": hint_source,
@@ -137,3 +154,39 @@ def _times(state: LoopState, phase: Phase, verdict: Verdict, now: float) -> dict
         update["finishedAt"], source["finishedAt"] = (finished, "job") if finished else (instant(now), "polls")
     update["timesFrom"] = source
     return update
+
+
+def _queue(state: LoopState, verdict: Verdict, now: float) -> dict[str, Any]:
+    """What the look learned of the job's queue and advance; once the job has left its queue (admitted, or
+    no queue held it), its queue budget ends and a deadline that counts from admission is settled. Evicted and
+    requeued, the job waits again within what is left of its queue budget, and a deadline that counts from
+    admission keeps the time it was admitted (Kueue's count) and no more: it resumes with the readmission."""
+    update: dict[str, Any] = {}
+    if verdict.queue is not None:
+        update["queue"] = verdict.queue
+    if verdict.queued_seconds is not None:
+        update["queuedSeconds"] = verdict.queued_seconds
+    if verdict.progress is not None:  # kept from the last look that had one: an ended TrainJob may drop it
+        update["progress"] = verdict.progress
+    requeued = verdict.waiting and verdict.admitted_at is not None
+    left_queue = not verdict.waiting and (verdict.admitted_at is not None or verdict.unqueued)
+    if state.queueDeadline is not None and left_queue:
+        update["queueDeadline"] = None
+        if state.deadlineFrom == "admission" and state.timeoutSeconds:
+            admitted = verdict.admitted_at if verdict.admitted_at is not None else seconds(state.submittedAt)
+            update["deadline"] = instant(admitted + state.timeoutSeconds)
+    if requeued and state.queueDeadline is None and state.queueTimeoutSeconds and verdict.queued_seconds is not None:
+        update["queueDeadline"] = instant(now + max(0, state.queueTimeoutSeconds - verdict.queued_seconds))
+    if state.deadlineFrom == "admission" and state.timeoutSeconds:
+        left = state.timeoutSeconds - verdict.ran_seconds
+        if verdict.resumed_at is not None and not verdict.waiting:
+            update["deadline"] = instant(verdict.resumed_at + left)
+        elif requeued:
+            update["deadline"] = instant(max(seconds(state.deadline), now + max(left, 0)))
+    return update
+
+
+def _admitted(state: LoopState, verdict: Verdict) -> bool:
+    """The look saw the job's first admission: its start begins now (the wait's pace is a start's, not a queue's)."""
+    before, after = state.queue, verdict.queue
+    return before is not None and before.admittedAt is None and after is not None and after.admittedAt is not None

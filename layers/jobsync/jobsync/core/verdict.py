@@ -10,6 +10,10 @@ only a look with the run's state and the time can decide:
 * no status ``operator_timeout_seconds`` after submission: FAILED,
   OperatorNotReconciling (the operator is missing or down);
 * a pending job's pods stuck past their grace (``jobsync.core.stuck``): FAILED;
+* a Kueue-managed job's queue (``jobsync.core.queue``): queued is PENDING with
+  why, a request that can never be admitted FAILED, a person's deactivation
+  SUSPENDED; its wait past the input's queue budget (``queueDeadline``):
+  TIMED_OUT, QueueTimeout;
 * the deadline passed with the job not ended: TIMED_OUT;
 * and what the pods say of it: findings, the failed container's log tail, the
   ``result`` of a job that ended (``jobsync.core.result``).
@@ -26,44 +30,24 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from jobsync.bodies import meta
-from jobsync.core import diagnostics, result, stuck
+from jobsync.core import diagnostics, queue, result, stuck
 from jobsync.core.diagnostics import JobPods
 from jobsync.core.ours import allowed_spec, ensure_ours, not_ours
 from jobsync.core.outcome import Phase
-from jobsync.core.state import LoopState, rfc3339, seconds
+from jobsync.core.reads import Answer, Read
+from jobsync.core.state import LoopState, QueueRecord, rfc3339, seconds
 from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Evaluation
 from jobsync.evaluation.times import JobTimes, job_times
 from jobsync.settings import Settings
 
+__all__ = ["Claim", "Deciding", "Read", "Verdict", "ended", "judge"]
 
-@dataclass(frozen=True)
-class Read:
-    """What a look must read before the verdict can be given, and what it is answered with.
-
-    ``again``: the job once more (the API did not show it): the object, or None;
-    ``pods``: the job's own pods (``JobPods``; ``tolerant``: a failure to read
-    them is answered None, and the verdict stands without a result);
-    ``events``: a stuck pod's events (a list); ``log``: a failed container's
-    log tail (text).
-    """
-
-    what: Literal["again", "pods", "events", "log"]
-    pod: str = ""
-    container: str = ""
-    tolerant: bool = False
-    uid: str = ""  # the job's, whose pods are read
-    # The job's status: some kinds' pods are reached through an object it names (a RayJob's RayCluster).
-    status: Mapping[str, Any] | None = field(default=None, compare=False)
-
-
-# What a read answers: the job (again), the job's own pods (None after a tolerant read failed), a pod's
-# events, a log. ``Deciding`` is the verdict's generator: it yields reads, is sent their answers.
-Answer = Any
+# ``Deciding`` is the verdict's generator: it yields reads (``jobsync.core.reads``), is sent their answers.
 Deciding = Generator[Read, Answer, "Verdict"]
 
 
@@ -74,7 +58,10 @@ class Verdict:
     ``stuck_checked``: the pods of a pending job were checked, so ``stuck_since``
     (epoch seconds, None when none is stuck) replaces the state's;
     ``stuck_until``: when a look could first fail the stuck pod found;
-    ``visible`` and ``reconciled``: whether the API showed the job, and with a status.
+    ``visible`` and ``reconciled``: whether the API showed the job, and with a status;
+    ``queue``, ``queued_seconds``, ``waiting``, ``unqueued``, ``admitted_at``,
+    ``resumed_at``, ``ran_seconds``: what its queue said (``jobsync.core.queue.QueueSeen``);
+    ``progress``: what its controller reports of its advance (``Evaluation.progress``), None when nothing.
     """
 
     phase: Phase
@@ -89,6 +76,14 @@ class Verdict:
     stuck_until: float | None = None
     visible: bool = True
     reconciled: bool = True
+    queue: QueueRecord | None = None
+    queued_seconds: int | None = None
+    waiting: bool = False
+    unqueued: bool = False
+    admitted_at: float | None = None
+    resumed_at: float | None = None
+    ran_seconds: int = 0
+    progress: dict[str, Any] | None = None
 
 
 def judge(
@@ -112,7 +107,11 @@ def judge(
     else:
         ensure_ours(obj, state.job, state.execution)  # another's job: its pods and logs are never read
         found = yield from _explain(evaluate(obj), obj, spec, state, now, since_submit, settings)
-    if not found.phase.terminal and now >= seconds(state.deadline):
+    budget = state.queueDeadline
+    if not found.phase.terminal and found.waiting and budget is not None and now >= seconds(budget):
+        message = f"the job still waited for admission at its queue deadline {rfc3339(budget)}: {found.message}"
+        return _replace(found, phase=Phase.TIMED_OUT, reason="QueueTimeout", message=message)
+    if not found.phase.terminal and now >= seconds(state.deadline) and not _run_budget_waits(state, found):
         message = f"the job was still {found.phase} at its deadline {rfc3339(state.deadline)}"
         return _replace(found, phase=Phase.TIMED_OUT, reason="DeadlineExceeded", message=message)
     return found
@@ -151,7 +150,38 @@ def _explain(
     since_submit: float,
     settings: Settings,
 ) -> Deciding:
-    """The evaluator's verdict with what the pods say of it; a start that can never succeed ends as FAILED."""
+    """The evaluator's verdict with what the job's queue and pods say of it; a start that can never succeed ends
+    as FAILED."""
+    seen = yield from queue.look(state, obj, spec, verdict, now, settings)
+    progress = verdict.progress.to_dict() if verdict.progress is not None else None
+    said: dict[str, Any] = {
+        "queue": seen.record,
+        "queued_seconds": seen.queued_seconds,
+        "waiting": seen.waiting,
+        "unqueued": seen.unqueued,
+        "admitted_at": seen.admitted_at,
+        "resumed_at": seen.resumed_at,
+        "ran_seconds": seen.ran_seconds,
+        "progress": progress or None,
+    }
+    if seen.phase is not None:  # the queue decides: no pods run while a job waits in it
+        decided = Evaluation(seen.phase, seen.reason, seen.message, kind=spec.kind)
+        found = Verdict(seen.phase, seen.reason, seen.message, times=job_times(obj, decided))
+        return _replace(found, stuck_until=seen.stuck_until, **said)
+    found = yield from _explain_job(verdict, obj, spec, state, now, since_submit, settings)
+    return _replace(found, **said)
+
+
+def _explain_job(
+    verdict: Evaluation,
+    obj: Mapping[str, Any],
+    spec: KindSpec,
+    state: LoopState,
+    now: float,
+    since_submit: float,
+    settings: Settings,
+) -> Deciding:
+    """The evaluator's verdict with what the pods say of it."""
     starts = settings.starts
     times = job_times(obj, verdict)
     reconciled = bool(obj.get("status"))
@@ -234,3 +264,11 @@ def _replace(verdict: Verdict, **changes: Any) -> Verdict:
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     status = obj.get("status")
     return status if isinstance(status, Mapping) else None
+
+
+def _run_budget_waits(state: LoopState, found: Verdict) -> bool:
+    """A deadline that counts from admission does not run while the job waits in its queue (first, or requeued
+    after an eviction) with budget left: the queue's own budget bounds that wait."""
+    if state.deadlineFrom != "admission" or not found.waiting:
+        return False
+    return state.timeoutSeconds is None or found.ran_seconds < state.timeoutSeconds

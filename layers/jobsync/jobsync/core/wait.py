@@ -55,7 +55,9 @@ Then two guards, in this order, the same in every completion mode (``within_budg
   looks an execution may make are the poll budget's events at what one look
   costs in the mode (``WaitBounds.looks``); with the defaults poll mode
   spreads its looks only for deadlines past ``poll_budget x running_max``;
-* deadline: ``w <= deadline - now`` (never wait past it), and ``w >= 1``.
+* deadline: ``w <= deadline - now`` (never wait past it), and ``w >= 1``;
+  while a queued job's queue budget runs, its end is the deadline here
+  (``LoopState.look_deadline``).
 
 ``in_phase`` is the time since jobsync first saw the current phase. The result
 is a whole number of seconds, ``ceil(w)``, except that it is never more than
@@ -223,7 +225,7 @@ def poll_state(state: LoopState, now: float) -> PollState:
         now=now,
         submitted_at=seconds(state.submittedAt),
         phase_since=seconds(state.phaseSince),
-        deadline=seconds(state.deadline),
+        deadline=state.look_deadline(now),
         polls=state.polls,
         expected_duration=state.expectedDurationSeconds,
     )
@@ -394,15 +396,18 @@ def watch_hold(state: LoopState, phase: Phase, started: float, settings: Setting
     """Watch mode: how long a look may hold its watch on a job seen in ``phase`` at ``started``.
 
     A pending job is watched no longer than the pending wait, so the pod
-    diagnostics keep their pace; nothing is watched past the deadline, nor a
-    job that ended.
+    diagnostics keep their pace; so is a job the last look found queued (its
+    status says suspended, its queue said PENDING: the queue's changes are not
+    the job's, and no watch on the job sees them). Nothing is watched past the
+    deadline (nor a queued job past its queue's), nor a job that ended.
     """
     if phase.terminal:
         return 0.0
     hold = float(settings.wait.watch_seconds)
-    if phase in (Phase.PENDING, Phase.UNKNOWN):
+    queued = phase == Phase.SUSPENDED and state.phase == Phase.PENDING
+    if phase in (Phase.PENDING, Phase.UNKNOWN) or queued:
         hold = min(hold, settings.wait.bounds.pending_max_seconds)
-    return min(hold, seconds(state.deadline) - started)
+    return min(hold, state.look_deadline(started) - started)
 
 
 def jittered(wait: int, job: JobRef, polls: int, left: float, longest: int) -> int:

@@ -65,7 +65,11 @@ class KindSpec:
     RayJob's head through its RayCluster, its submitter through a batch Job)
     lists its ``routes`` instead. ``by_name``: whether the kind name alone
     names it in ``JOBSYNC_ALLOWED_KINDS`` (Volcano's ``Job`` is named by its
-    apiVersion: ``Job`` alone is batch/v1).
+    apiVersion: ``Job`` alone is batch/v1). ``suspend``: the fields of the spec
+    that suspend the job (a queue such as Kueue creates it suspended and
+    resumes it on admission): ``runPolicy.suspend`` for the Kubeflow v1 kinds
+    and mpi-operator's MPIJob, ``spec.suspend`` for the others; none for kinds
+    that cannot be suspended.
     """
 
     api_version: str | None
@@ -76,6 +80,14 @@ class KindSpec:
     via: tuple[KindSpec, ...] = ()
     routes: tuple[PodRoute, ...] = ()
     by_name: bool = True
+    suspend: tuple[str, ...] = ()
+
+    def suspended(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj``'s spec asks for it to be suspended (False for a kind that cannot be)."""
+        value: Any = obj.get("spec")
+        for part in self.suspend:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        return bool(self.suspend) and value is True
 
     @property
     def pod_routes(self) -> tuple[PodRoute, ...]:
@@ -106,31 +118,67 @@ class KindSpec:
         return routes[0].selector(job_name) if routes else None
 
 
-def _not_evaluated(obj: Mapping[str, Any]) -> Evaluation:
+def not_evaluated(obj: Mapping[str, Any]) -> Evaluation:
     raise EvaluationError(f"{obj.get('kind')} is read only as an owner of a job's pods, not run as a kind of its own")
 
 
 _KUBEFLOW_POD_LABEL = "training.kubeflow.org/job-name"
+# Where each kind's spec says it is suspended (Kueue's job integrations read and write the same fields).
+_RUN_POLICY_SUSPEND = ("runPolicy", "suspend")
+_SPEC_SUSPEND = ("suspend",)
 _JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 _BATCH_JOB_NAME = "batch.kubernetes.io/job-name"
-_BATCH_JOB = KindSpec("batch/v1", "Job", "jobs", batch.batch_job, _BATCH_JOB_NAME)
+_BATCH_JOB = KindSpec("batch/v1", "Job", "jobs", batch.batch_job, _BATCH_JOB_NAME, suspend=_SPEC_SUSPEND)
 # A JobSet owns its pods through its batch Jobs; a TrainJob's JobSet has the TrainJob's name.
 _JOBSET = KindSpec(
-    "jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", jobset.jobset, _JOBSET_NAME_LABEL, via=(_BATCH_JOB,)
+    "jobset.x-k8s.io/v1alpha2",
+    "JobSet",
+    "jobsets",
+    jobset.jobset,
+    _JOBSET_NAME_LABEL,
+    via=(_BATCH_JOB,),
+    suspend=_SPEC_SUSPEND,
 )
 # The RayCluster a RayJob creates (named in status.rayClusterName) owns the head and worker pods.
-_RAY_CLUSTER = KindSpec("ray.io/v1", "RayCluster", "rayclusters", _not_evaluated)
+_RAY_CLUSTER = KindSpec("ray.io/v1", "RayCluster", "rayclusters", not_evaluated)
 _SAGEMAKER = "sagemaker.aws.amazon.com/v1"
 _ACK_SAGEMAKER = "sagemaker.services.k8s.aws/v1alpha1"
 
 KINDS: tuple[KindSpec, ...] = (
     # Kubeflow training-operator v1
-    KindSpec("kubeflow.org/v1", "PyTorchJob", "pytorchjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "TFJob", "tfjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "MPIJob", "mpijobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "XGBoostJob", "xgboostjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "PaddleJob", "paddlejobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
-    KindSpec("kubeflow.org/v1", "JAXJob", "jaxjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL),
+    KindSpec(
+        "kubeflow.org/v1",
+        "PyTorchJob",
+        "pytorchjobs",
+        kubeflow.kubeflow_v1,
+        _KUBEFLOW_POD_LABEL,
+        suspend=_RUN_POLICY_SUSPEND,
+    ),
+    KindSpec(
+        "kubeflow.org/v1", "TFJob", "tfjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL, suspend=_RUN_POLICY_SUSPEND
+    ),
+    KindSpec(
+        "kubeflow.org/v1", "MPIJob", "mpijobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL, suspend=_RUN_POLICY_SUSPEND
+    ),
+    KindSpec(
+        "kubeflow.org/v1",
+        "XGBoostJob",
+        "xgboostjobs",
+        kubeflow.kubeflow_v1,
+        _KUBEFLOW_POD_LABEL,
+        suspend=_RUN_POLICY_SUSPEND,
+    ),
+    KindSpec(
+        "kubeflow.org/v1",
+        "PaddleJob",
+        "paddlejobs",
+        kubeflow.kubeflow_v1,
+        _KUBEFLOW_POD_LABEL,
+        suspend=_RUN_POLICY_SUSPEND,
+    ),
+    KindSpec(
+        "kubeflow.org/v1", "JAXJob", "jaxjobs", kubeflow.kubeflow_v1, _KUBEFLOW_POD_LABEL, suspend=_RUN_POLICY_SUSPEND
+    ),
     # Kubeflow Trainer v2: a TrainJob runs as a JobSet of the same name, whose batch Jobs own the pods.
     KindSpec(
         "trainer.kubeflow.org/v1alpha1",
@@ -139,6 +187,7 @@ KINDS: tuple[KindSpec, ...] = (
         trainer.trainer_v2,
         _JOBSET_NAME_LABEL,
         via=(_JOBSET, _BATCH_JOB),
+        suspend=_SPEC_SUSPEND,
     ),
     # mpi-operator's MPIJob: the workers are the MPIJob's own pods, the launcher's pod is its batch Job's.
     KindSpec(
@@ -147,6 +196,7 @@ KINDS: tuple[KindSpec, ...] = (
         "mpijobs",
         kubeflow.kubeflow_v1,
         routes=(PodRoute(_KUBEFLOW_POD_LABEL, chains=((), (_BATCH_JOB,))),),
+        suspend=_RUN_POLICY_SUSPEND,
     ),
     _BATCH_JOB,
     _JOBSET,
@@ -160,6 +210,7 @@ KINDS: tuple[KindSpec, ...] = (
             PodRoute(_BATCH_JOB_NAME, chains=((_BATCH_JOB,),)),
             PodRoute("ray.io/cluster", chains=((_RAY_CLUSTER,),), named_by="rayClusterName"),
         ),
+        suspend=_SPEC_SUSPEND,
     ),
     # Spark operator: the driver pod is the application's; its executors are the driver's (Spark sets them so).
     KindSpec(
@@ -168,6 +219,7 @@ KINDS: tuple[KindSpec, ...] = (
         "sparkapplications",
         spark.spark_application,
         routes=(PodRoute("sparkoperator.k8s.io/app-name", also="spark-role=driver"),),
+        suspend=_SPEC_SUSPEND,
     ),
     KindSpec("batch.volcano.sh/v1alpha1", "Job", "jobs", volcano.volcano_job, "volcano.sh/job-name", by_name=False),
     # SageMaker Operators for Kubernetes

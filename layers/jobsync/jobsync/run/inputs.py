@@ -19,6 +19,7 @@ from jobsync.core.state import (
     EXECUTION_ARN,
     MAX_EXPECTED_DURATION_SECONDS,
     CleanupMode,
+    DeadlineFrom,
     JobRef,
     LoopState,
 )
@@ -64,6 +65,10 @@ class SubmitRequest(_Strict):
     parameters: dict[str, str | int | float | bool] = Field(default_factory=dict)
     namespace: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63)
     timeoutSeconds: int | None = Field(default=None, gt=0)
+    # The run's budget and the queue's apart: the longest a queued job (Kueue) may wait for admission, and
+    # whether timeoutSeconds counts from submission or from that admission.
+    queueTimeoutSeconds: int | None = Field(default=None, gt=0)
+    deadlineFrom: DeadlineFrom = "submission"
     expectedDurationSeconds: int | None = Field(default=None, gt=0, le=MAX_EXPECTED_DURATION_SECONDS)
     # Learned hints: runs of one family share their durations (default: the manifest's metadata.name).
     jobFamily: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63)

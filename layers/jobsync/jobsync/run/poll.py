@@ -2,25 +2,29 @@
 
 The look GETs the job (and in watch mode holds a watch on it until its phase
 changes), then hands what it read to ``step`` with the time; whatever else
-the verdict needs (a second GET of a missing job, the job's own pods, a stuck
-pod's events, a failed container's log) ``step`` asks for as it decides, and
-the look reads it. The decision is the core's, made once; the reads are the look's.
+the verdict needs (a second GET of a missing job, a queued job's Kueue Workload
+and LocalQueue, the job's own pods, a stuck pod's events, a failed container's
+log) ``step`` asks for as it decides, and the look reads it. The decision is
+the core's, made once; the reads are the look's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import replace
 from typing import Any
 
 from jobsync import clock
 from jobsync.bodies import meta
+from jobsync.core import queue
 from jobsync.core.diagnostics import JobPods
 from jobsync.core.ours import allowed_spec
+from jobsync.core.reads import WorkloadRead
 from jobsync.core.state import LoopState
 from jobsync.core.step import Read, Step, decide, step
 from jobsync.core.wait import watch_hold
-from jobsync.errors import WatchExpired
+from jobsync.errors import TransientClusterError, WatchExpired
 from jobsync.evaluation import evaluate
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.evaluation.phase import Phase
@@ -70,7 +74,47 @@ def _read(read: Read, spec: KindSpec, state: LoopState, cluster: Cluster, settin
         return found if found is not None else JobPods([])
     if read.what == "events":
         return cluster.list_events(job.namespace, read.pod)
+    if read.what == "workload":
+        return _workload(read, job.namespace, cluster)
+    if read.what == "localqueue":
+        try:
+            return cluster.get(queue.LOCAL_QUEUE, job.namespace, read.names[0])
+        except Exception as exc:  # its ClusterQueue is a bonus: the message names the LocalQueue alone
+            logger.warning("LocalQueue not read", extra={"localQueue": read.names[0], "error": type(exc).__name__})
+            return None
     return cluster.read_log(job.namespace, read.pod, read.container, settings.starts.log_tail_bytes)
+
+
+# Kueue v0.19 serves Workloads as v1beta2 (v1beta1 deprecated); Kueue before v0.15 as v1beta1 only.
+_WORKLOAD_VERSIONS = (queue.WORKLOAD, replace(queue.WORKLOAD, api_version="kueue.x-k8s.io/v1beta1"))
+
+
+def _workload(read: Read, namespace: str, cluster: Cluster) -> WorkloadRead:
+    """The job's Workload under the names Kueue gives it, owned by the job's uid; what went wrong, if a read did.
+
+    Never raises: a Workload that cannot be read (403 without the chart's kueueEnabled, an API in trouble)
+    leaves the job queued, with the reason in its message.
+    """
+    for spec in _WORKLOAD_VERSIONS:
+        try:
+            for name in read.names:
+                found = cluster.get(spec, namespace, name)
+                owner = meta(found).controller if found is not None else None
+                if found is not None and owner is not None and owner.uid == read.uid:
+                    return WorkloadRead(found)
+            return WorkloadRead()
+        except TransientClusterError as exc:
+            if "404" in str(exc) and spec is _WORKLOAD_VERSIONS[0]:
+                continue  # not served as v1beta2: an older Kueue
+            return WorkloadRead(error=_why(exc))
+        except Exception as exc:
+            return WorkloadRead(error=_why(exc))
+    return WorkloadRead(error="the API serves no Workloads (kueue.x-k8s.io): is Kueue installed?")
+
+
+def _why(exc: Exception) -> str:
+    logger.warning("Workload not read", extra={"error": type(exc).__name__})
+    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 def _watch_for_change(

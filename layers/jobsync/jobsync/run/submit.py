@@ -44,6 +44,17 @@ def submit(
     timeout = request.timeoutSeconds or settings.default_timeout_seconds
     if timeout > settings.max_timeout_seconds:
         raise InvalidInput(f"timeoutSeconds: {timeout} is over the maximum of {settings.max_timeout_seconds}")
+    queue_timeout = request.queueTimeoutSeconds
+    if queue_timeout is not None and queue_timeout > settings.max_timeout_seconds:
+        raise InvalidInput(
+            f"queueTimeoutSeconds: {queue_timeout} is over the maximum of {settings.max_timeout_seconds}"
+        )
+    if queue_timeout is not None and request.deadlineFrom == "submission" and queue_timeout >= timeout:
+        raise InvalidInput(
+            f"queueTimeoutSeconds: {queue_timeout} is not less than timeoutSeconds {timeout}, which counts from "
+            'submission and so holds the wait in the queue already; give deadlineFrom: "admission" to count '
+            "timeoutSeconds from the admission"
+        )
     expected = request.expectedDurationSeconds
     if expected is not None and expected > settings.max_timeout_seconds:
         raise InvalidInput(f"expectedDurationSeconds: {expected} is over the maximum of {settings.max_timeout_seconds}")
@@ -80,6 +91,8 @@ def submit(
         hint=hint,
         family=family,
         hint_source=hint_source,
+        queue_timeout=queue_timeout,
+        deadline_from=request.deadlineFrom,
     )
     return first.state
 
