@@ -15,6 +15,7 @@ from bench.prices import BilledDuration, LambdaAssumptions
 from bench.simulate import (
     Policy,
     _fixed_poll_times,
+    job_ref,
     policy_settings,
     poll_times,
     standard_policies,
@@ -31,7 +32,7 @@ from bench.statemachine import (
     with_completion_mode,
 )
 from bench.workload import Job, make_workload
-from jobsync.core.wait import PollState, Starting, WaitBounds, callback_wait
+from jobsync.core.wait import PollState, Starting, WaitBounds, callback_wait, poll_wait
 from jobsync.evaluation.phase import Phase
 
 POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch", "callback", "learned-hint30")
@@ -96,8 +97,11 @@ def test_fixed_wait_shortcut_equals_the_poll_loop():
 def test_policy_polls_as_runs_poll_would():
     job = Job("x", 90, 1500, 0)
     times = poll_times(job, Policy("default", "", "jobsync"))
-    # Submit's wait is min_seconds; the job is noticed at the first poll at or after its end.
-    assert times[0] == WaitBounds().min_seconds
+    # Submit's wait is min_seconds with the job's jitter, as the status step's rule gives it (never less, at
+    # most a tenth more); the job is noticed at the first poll at or after its end.
+    submit = PollState(Phase.PENDING, 0.0, 0.0, 0.0, 7 * 86_400, 0)
+    assert times[0] == poll_wait(submit, WaitBounds(), job_ref(job))
+    assert WaitBounds().min_seconds <= times[0] <= 1.1 * WaitBounds().min_seconds
     assert times[-1] >= job.end_s > times[-2]
     assert all(isinstance(t, float) and t == int(t) for t in times)
 
