@@ -287,6 +287,7 @@ class Settings(_FromEnvironment):
         description="Callback mode: the longest wait for an event before one ordinary poll (a dead notifier's cost).",
     )
     table_name: str = Field("", description="Callback mode and learned hints: the stack's DynamoDB table.")
+    runs_bucket: str = Field("", description="RunJobs: the bucket of its runs' jobs, results and outcomes.")
     state_machine_arn: str = Field(
         "",
         description="This deployment's state machine: cleanup after an execution event acts only on its "
