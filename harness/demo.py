@@ -20,6 +20,8 @@ import logging
 import os
 import sys
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager as ContextManager
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +130,8 @@ def run_jobs_phases(result: RunResult, children: list[dict[str, Any]]) -> dict[s
     return report
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, around: Callable[[LocalJobsync], ContextManager[Any]] | None = None) -> int:
+    """``around``: entered with the started LocalJobsync, for the run (e2e.demo: the functions in containers)."""
     parser = argparse.ArgumentParser(prog="python -m harness.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="success")
     parser.add_argument("--input", default="events/run-job-input.json", help="the execution input (JSON)")
@@ -162,9 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     # A {"jobs": [...]} input runs RunJobs; each job names its scenario (the test-only jobsync.local/scenario
     # annotation), and the status change events of its children reach the cleanup function, as in the stack.
     several = isinstance(execution_input, dict) and "jobs" in execution_input
-    with LocalJobsync(
-        scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig, execution_events=several
-    ) as local:
+    with (
+        LocalJobsync(
+            scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig, execution_events=several
+        ) as local,
+        around(local) if around else contextlib.nullcontext(),
+    ):
         name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
         # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.
         with contextlib.redirect_stdout(io.StringIO()):

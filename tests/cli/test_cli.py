@@ -112,4 +112,4 @@ def test_no_command_is_a_usage_error():
     )
 
     assert proc.returncode == 2
-    assert b"{evaluate,rbac,run,status,list}" in proc.stderr  # the usage lists every command
+    assert b"{evaluate,preflight,run,status,list}" in proc.stderr  # the usage lists every command
