@@ -144,3 +144,12 @@ def test_the_charts_defaults_are_the_templates():
     assert values["completionMode"] == params["CompletionMode"]["Default"]
     assert values["kubernetesGroup"] == params["KubernetesGroup"]["Default"]
     assert values["namespace"] == ""
+
+
+def test_every_function_is_one_the_lambda_runtime_invokes_by_name():
+    from harness.local import FUNCTIONS as LOCAL
+    from lambda_runtime.sam import FUNCTIONS as SAM
+
+    # The local run's handlers, served from containers by make sam-local and the e2e tier, by logical id.
+    assert set(SAM) == set(LOCAL) | {"evaluate"}
+    assert set(SAM.values()) == set(FUNCTIONS)
