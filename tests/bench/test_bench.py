@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -318,3 +319,20 @@ def test_the_watch_simulation_keeps_the_poll_budget():
     # A job running for 30 days, 840 s watches: without the floor 3,086 polls would overrun the history.
     times = poll_times(Job("x", 600, 30 * 86_400, 0), policy, deadline=30 * 86_400)
     assert len(times) <= WaitBounds().poll_budget + 1
+
+
+def test_the_delay_agreement_is_reported_beside_the_cross_check():
+    agreement = {
+        "jobs": 40,
+        "real_mean_delay_s": 80.0,
+        "simulated_mean_delay_s": 82.0,
+        "simulated_without_jitter_mean_delay_s": 75.0,
+        "relative_difference": 0.025,
+        "agree": True,
+        "same_delay_every_job": False,
+    }
+    recorded = json.loads((Path(__file__).resolve().parents[2] / "bench" / "results.json").read_text())
+    crosscheck = {**recorded["crosscheck"], "delay_agreement": agreement}
+    text = report.markdown({**recorded, "crosscheck": crosscheck}, "performance.png")
+    assert "real 80.0 s, simulated 82.0 s, 2.5 % apart" in text and "the simulator gave 75.0 s" in text
+    assert "delay_agreement" in json.dumps(recorded["crosscheck"])  # make bench records it
