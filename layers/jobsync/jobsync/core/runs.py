@@ -22,7 +22,7 @@ from typing import Any
 from jobsync.core.outcome import Phase
 from jobsync.errors import InvalidInput
 
-# Measured (tests/integration/test_run_jobs_scale.py, bench/results.json runjobs_1000): 1,000 jobs in one run.
+# The most one run takes (README "Several jobs at once"); make bench-runjobs measures a run of that many.
 MAX_JOBS = 1000
 # An execution's input, and a state's input or output, in UTF-8 bytes of compact JSON (Step Functions).
 PAYLOAD_LIMIT = 262_144
