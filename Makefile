@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check chart generated demo lint format bench bench-throughput validate build scan clean sam-local bench-container
+.PHONY: test test-future package-check chart generated demo lint format bench bench-throughput bench-runjobs validate build scan clean sam-local bench-container
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,12 @@ THROUGHPUT_MAX ?= 100
 ## of bench/results.json and the docs/performance.md rendered from it.
 bench-throughput: $(STAMP)
 	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m bench --throughput --throughput-max $(THROUGHPUT_MAX)
+
+RUNJOBS_JOBS ?= 1000
+## RunJobs at its largest: one run of 1,000 jobs (jobsFrom) in the local run (opt-in: minutes of wall time).
+## Updates only the runjobs_<N> key of bench/results.json.
+bench-runjobs: $(STAMP)
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m bench.runjobs --jobs $(RUNJOBS_JOBS)
 
 NAMESPACE ?= ml-training
 KINDS ?= PyTorchJob

@@ -96,10 +96,12 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
         progress("callback mode: what a job's end costs from the notifier's event on")
         results["callback"]["resume"] = resume.measure()
     if config.crosscheck:
-        from bench.crosscheck import crosscheck
+        from bench.crosscheck import crosscheck, delay_agreement
 
         progress("cross-check: the real state machine end to end")
         results["crosscheck"] = crosscheck(models["jobsync"])
+        progress("cross-check: the simulator's mean delay against the real state machine's, jitter included")
+        results["crosscheck"]["delay_agreement"] = delay_agreement()
     results["lambda"] = lam
     results["cost_model"] = {name: model.summary() for name, model in models.items()}
     results["prices"] = prices.as_dict()

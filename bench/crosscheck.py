@@ -3,19 +3,27 @@
 A few jobs run through ``harness.local.LocalJobsync`` (run_job.asl.json in
 moto's interpreter, the real handlers, the local Kubernetes API and the
 operator simulator, on virtual time). For each, the job's actual start and end
-(from its conditions) are handed to the simulator, which must predict the very
-poll times the execution made; and the execution's history must hold as many
-states entered and events as the cost model says for that many polls.
+(from its conditions) and its uid (the status step's jitter hashes it) are handed
+to the simulator, which must predict the very poll times the execution made; and
+the execution's history must hold as many states entered and events as the cost
+model says for that many polls.
+
+``delay_agreement`` does the same for a sample of jobs run together through
+RunJobs (the throughput workload, poll mode): the simulator's mean detection
+delay, each job replayed with its jitter, must agree with the real one within
+``AGREEMENT`` (and the simulator without the jitter, as it was, is reported beside).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from bench.simulate import Policy, poll_times
+from bench.simulate import Policy, policy_constants, poll_times, simulate
 from bench.statemachine import CostModel, states_entered
 from bench.workload import Job
 from jobsync import clock as jobsync_clock
@@ -62,7 +70,8 @@ def run_case(case: Case, model: CostModel) -> dict[str, Any]:
     ended = (jobsync_clock.parse(job["status"]["completionTime"]) or 0.0) - submitted
     actual = [round(poll.at - submitted, 3) for poll in result.polls]
     # The simulator, given what really happened to the job.
-    replay = Job("cross-check", started, ended - started, case.hint_s or 0)
+    uid = result.output["job"]["uid"]
+    replay = Job("cross-check", started, ended - started, case.hint_s or 0, name="cross-check", uid=uid)
     predicted = poll_times(replay, Policy("default", "", "jobsync", hint=case.hint_s is not None), 7 * 86_400)
     entered = states_entered(history)
     return {
@@ -86,4 +95,52 @@ def crosscheck(model: CostModel) -> dict[str, Any]:
         "poll_times_match": all(r["poll_times_match"] for r in runs),
         "transitions_match": all(r["states_entered"] == r["states_entered_model"] for r in runs),
         "history_events_match": all(r["history_events"] == r["history_events_model"] for r in runs),
+    }
+
+
+AGREEMENT = 0.05  # the simulator's mean delay within 5 % of the real state machine's (default policy)
+DEFAULT = Policy("default", "", "jobsync")
+
+
+def delay_agreement(jobs: int = 40) -> dict[str, Any]:
+    """``jobs`` jobs of the throughput workload, each a RunJob execution in poll mode: their real mean detection
+    delay, and the simulator's for the same jobs (each job's pending and run time as they were, its jitter by
+    its uid), with and without the jitter.
+
+    One execution at a time: alone on the virtual clock, no other execution's Wait moves it while a
+    Lambda runs (among many, it may, by the scheduling's settle time), so the real polls are the policy's.
+    """
+    from bench.throughput import job_input
+    from harness.demo import quiet_interpreter
+    from harness.local import LocalJobsync
+
+    quiet_interpreter()
+    outputs = []
+    with contextlib.redirect_stdout(io.StringIO()), LocalJobsync(env=QUIET) as local:
+        assert local.sfn
+        machine = local.substitutions()["RunJobStateMachineArn"]
+        for i in range(jobs):
+            description = local.sfn.wait(local.sfn.start(machine, job_input(i)), timeout_s=300)
+            if description["status"] != "SUCCEEDED":
+                raise RuntimeError(f"sample job {i} ended {description['status']}: {description.get('error')}")
+            outputs.append(json.loads(description["output"]))
+    real, replayed, unjittered = [], [], []
+    for out in outputs:
+        submitted = jobsync_clock.parse(out["submittedAt"]) or 0.0
+        started = (jobsync_clock.parse(out["startedAt"]) or 0.0) - submitted
+        ended = (jobsync_clock.parse(out["finishedAt"]) or 0.0) - submitted
+        real.append((jobsync_clock.parse(out["noticedAt"]) or 0.0) - submitted - ended)
+        job = Job("sample", started, ended - started, 0, name=out["job"]["name"], uid=out["job"]["uid"])
+        replayed.append(simulate(job, DEFAULT).delay_s)
+        with policy_constants((("JITTER_FRACTION", 0.0),)):
+            unjittered.append(simulate(job, DEFAULT).delay_s)
+    mean_real, mean_sim = statistics.mean(real), statistics.mean(replayed)
+    return {
+        "jobs": len(real),
+        "real_mean_delay_s": mean_real,
+        "simulated_mean_delay_s": mean_sim,
+        "simulated_without_jitter_mean_delay_s": statistics.mean(unjittered),
+        "relative_difference": abs(mean_sim - mean_real) / mean_real,
+        "agree": abs(mean_sim - mean_real) <= AGREEMENT * mean_real,
+        "same_delay_every_job": real == replayed,
     }

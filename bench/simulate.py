@@ -3,7 +3,9 @@
 Time starts at 0 when Submit creates the job. Submit asks the policy for the
 first wait with phase PENDING; every poll then GETs the job, notes when the
 phase it reports first appeared (``phase_since`` is the poll time at which it
-changed), counts itself, and asks the policy for the next wait. A job that
+changed), counts itself, and asks the policy for the next wait, with the status
+step's jitter as the job's identity gives it (``jobsync.core.wait.poll_wait``:
+a simulated job is known by its name, a replayed one by its uid). A job that
 ended is noticed at the first poll at or after its end. Execution latency
 (Lambda, state transitions: well under a second per poll) is left out.
 """
@@ -22,7 +24,8 @@ from bench.prices import Prices
 from bench.statemachine import HISTORY_CAP, CostModel
 from bench.workload import Job
 from jobsync.core import wait as jobsync_policy
-from jobsync.core.wait import PollState, Starting, WaitBounds, budget_floor, callback_wait, next_wait
+from jobsync.core.state import JobRef
+from jobsync.core.wait import PollState, Starting, WaitBounds, budget_floor, callback_wait, poll_wait
 from jobsync.evaluation.phase import Phase
 from jobsync.settings import Settings
 
@@ -146,9 +149,9 @@ def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S, laten
     if policy.safety_poll_seconds:
         return callback_looks(job, policy, deadline, latency)
     hint = _hint(job, policy)
-    bounds = policy.bounds
+    bounds, ref = policy.bounds, job_ref(job)
     phase, since, polls, now = Phase.PENDING, 0.0, 0, 0.0
-    wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds)  # from Submit
+    wait = poll_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds, ref)  # from Submit
     times: list[float] = []
     while True:
         now += wait
@@ -159,7 +162,12 @@ def poll_times(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S, laten
             phase, since = seen, now
         if seen in ENDED or now >= deadline:  # runs.poll: terminal, or TIMED_OUT
             return times
-        wait = next_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds)
+        wait = poll_wait(PollState(phase, now, 0.0, since, deadline, polls, hint), bounds, ref)
+
+
+def job_ref(job: Job) -> JobRef:
+    """The job as the status step's jitter knows it (``jittered`` hashes its uid, else its name)."""
+    return JobRef(apiVersion="kubeflow.org/v1", kind="PyTorchJob", namespace="sim", name=job.name, uid=job.uid)
 
 
 def _hint(job: Job, policy: Policy) -> int | None:

@@ -7,9 +7,9 @@
 RunJob executions, ``maxConcurrency`` 0, ``failFast`` false) in moto's
 interpreter, on the harness's virtual clock: every child's Wait states pass at
 once, in step with the others (``LocalStepFunctions.cooperative_waits``).
-RunJobs takes at most ``MAX_JOBS_PER_RUN`` jobs, so a size past that starts
-several runs together in the same local run (``batches``), as a user with that
-many jobs would. Each measurement counts, over all its runs, from what the
+Each run takes at most ``MAX_JOBS_PER_RUN`` jobs inline (RunJobs takes more,
+through S3, past what fits its input), so a size past that starts several runs
+together in the same local run (``batches``). Each measurement counts, over all its runs, from what the
 harness records:
 
 - wall time (``perf_counter``) of the whole measurement, and virtual time from
@@ -47,8 +47,8 @@ SIZES = (1, 10, 100, 1_000)
 QUICK_SIZES = (1, 10)
 MODES = ("poll", "watch", "callback")
 NOTIFIER = ROOT / "notifier"
-# RunJobs' CheckInput refuses a run of more jobs (statemachine/run_jobs.asl.json); tests/integration/
-# test_throughput.py holds the two equal.
+# The inline jobs of one run: what fits an execution's 256 KB input with room, and what every recorded
+# throughput row was measured with (tests/bench/test_throughput_runs.py holds it within what RunJobs takes).
 MAX_JOBS_PER_RUN = 40
 PAYLOAD_LIMIT = 256 * 1024  # Step Functions: an execution's input and a state's output, in UTF-8 bytes
 IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"

@@ -44,6 +44,9 @@ class Job:
     # The learned hint: the median of LEARNED_RUNS earlier runs of its family (each ±FAMILY_SPREAD around the
     # family's typical length; this run is one more such draw).
     learned_hint_s: int = 0
+    # Who the job is to the status step's jitter (``jobsync.core.wait.jittered``): its uid, else its name.
+    name: str = "sim"
+    uid: str | None = None
 
     @property
     def end_s(self) -> float:
@@ -84,5 +87,5 @@ def make_workload(n: int, seed: int, failures: bool = True) -> list[Job]:
         if failed:
             early = (i // FAIL_EVERY) % 2 == 0
             run *= fail_rng.uniform(0, EARLY_FRACTION if early else 1.0)
-        jobs.append(Job(klass, pending, run, hint, failed, learned))
+        jobs.append(Job(klass, pending, run, hint, failed, learned, name=f"sim-{seed}-{i}"))
     return jobs

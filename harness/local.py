@@ -40,7 +40,7 @@ import yaml
 from harness.clock import VirtualClock
 from harness.kubeapi import KubeAPI
 from harness.kueue_sim import KueueSim
-from harness.local_stack import EVENT_BUS, TABLE, TEMPLATE_BUCKET, TEMPLATE_PREFIX, TEMPLATES, LocalStack
+from harness.local_stack import EVENT_BUS, RUNS_BUCKET, TABLE, TEMPLATE_BUCKET, TEMPLATE_PREFIX, TEMPLATES, LocalStack
 from harness.notifier_process import NotifierProcess
 from harness.operator_sim import OperatorSim
 from harness.sfn import LocalStepFunctions
@@ -55,13 +55,22 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFINITION = ROOT / "statemachine" / "run_job.asl.json"
 RUN_JOBS_DEFINITION = ROOT / "statemachine" / "run_jobs.asl.json"
 PYTORCHJOB_CRD = Path(__file__).resolve().parent / "crds" / "kubeflow.org_pytorchjobs.yaml"
-FUNCTIONS = ("submit", "status", "cleanup", "await", "resume", "sweep")
+FUNCTIONS = ("submit", "status", "cleanup", "await", "resume", "sweep", "jobs")
 NAMESPACE = "ml-training"
 LOCAL_QUEUE = "e2e"  # the LocalQueue the Kueue simulator serves (its ClusterQueue: harness.kueue_sim.CLUSTER_QUEUE)
 STATE_MACHINE = "jobsync-run-job"
 RUN_JOBS_STATE_MACHINE = "jobsync-run-jobs"
 
-__all__ = ["EVENT_BUS", "TABLE", "TEMPLATES", "TEMPLATE_BUCKET", "TEMPLATE_PREFIX", "LocalJobsync", "RunResult"]
+__all__ = [
+    "EVENT_BUS",
+    "RUNS_BUCKET",
+    "TABLE",
+    "TEMPLATES",
+    "TEMPLATE_BUCKET",
+    "TEMPLATE_PREFIX",
+    "LocalJobsync",
+    "RunResult",
+]
 
 _handlers: dict[str, ModuleType] = {}
 
@@ -251,8 +260,9 @@ class LocalJobsync(LocalStack):
         )
         # As template.yaml tells the cleanup function which state machine's executions are its own.
         self._set_env({"JOBSYNC_STATE_MACHINE_ARN": self._state_machine_arn})
+        self._make_runs_bucket()
         self._run_jobs_arn = self.sfn.create_state_machine(
-            RUN_JOBS_DEFINITION.read_text(), RUN_JOBS_STATE_MACHINE, {"RunJobStateMachineArn": self._state_machine_arn}
+            RUN_JOBS_DEFINITION.read_text(), RUN_JOBS_STATE_MACHINE, self._run_jobs_substitutions()
         )
         self._make_callback_resources()
         self._serve_templates()
@@ -341,7 +351,20 @@ class LocalJobsync(LocalStack):
     def substitutions(self) -> dict[str, str]:
         """What template.yaml's Outputs give another stack: the ARNs of RunJob and RunJobs, by the names
         a definition's ``${...}`` substitutions use for them."""
-        return {"RunJobStateMachineArn": self._state_machine_arn, "RunJobsStateMachineArn": self._run_jobs_arn}
+        return {
+            "RunJobStateMachineArn": self._state_machine_arn,
+            "RunJobsStateMachineArn": self._run_jobs_arn,
+            **self._run_jobs_substitutions(),
+        }
+
+    def _run_jobs_substitutions(self) -> dict[str, str]:
+        """What template.yaml's DefinitionSubstitutions give RunJobs."""
+        assert self.sfn
+        return {
+            "RunJobStateMachineArn": self._state_machine_arn,
+            "JobsFunctionArn": self.sfn.function_arn("jobsync-jobs"),
+            "RunJobsBucket": RUNS_BUCKET,
+        }
 
     def add_state_machine(self, definition: str, name: str, substitutions: dict[str, str] | None = None) -> str:
         """Another state machine beside RunJob and RunJobs (a pipeline that nests them); its ARN.
@@ -395,14 +418,27 @@ class LocalJobsync(LocalStack):
         return [self.result(arn, description, started) for arn, description in zip(arns, descriptions, strict=True)]
 
     def children(self, run_jobs_arn: str) -> list[str]:
-        """The executions a RunJobs (or any nesting) execution started, in the order it started them."""
+        """The executions a RunJobs (or any nesting) execution started, in the order it started them.
+
+        Those its states started (``startExecution`` tasks), and those the child executions of its
+        Distributed Maps started, in item order (the Map Run's children are ``map_run_children``).
+        """
         assert self.sfn
-        return [
-            event["taskSubmittedEventDetails"]["output"]
-            and json.loads(event["taskSubmittedEventDetails"]["output"])["ExecutionArn"]
-            for event in self.sfn.history(run_jobs_arn)
-            if event["type"] == "TaskSubmitted"
-        ]
+        started = []
+        for event in self.sfn.history(run_jobs_arn):
+            if event["type"] == "TaskSubmitted":
+                output = event["taskSubmittedEventDetails"]["output"]
+                started.append(output and json.loads(output)["ExecutionArn"])
+            elif event["type"] == "MapRunStarted":
+                for child in self.map_run_children(event["mapRunStartedEventDetails"]["mapRunArn"]):
+                    started += self.sfn.started_by(child)
+        return started
+
+    def map_run_children(self, map_run_arn: str) -> list[str]:
+        """The child executions of a Map Run (ListExecutions with ``mapRunArn``), in item order."""
+        assert self.sfn
+        listed = self.sfn._sfn.list_executions(mapRunArn=map_run_arn)["executions"]
+        return [str(e["executionArn"]) for e in listed]
 
     def run(self, execution_input: dict[str, Any], name: str | None = None, timeout_s: float = 120) -> RunResult:
         """Start an execution and wait for it to end; returns what happened."""

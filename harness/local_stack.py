@@ -27,6 +27,8 @@ TEMPLATE_BUCKET = "jobsync-templates-123456789012"
 TEMPLATE_PREFIX = "jobsync/templates/"
 TEMPLATES = ROOT / "events" / "templates"
 EVENT_BUS = "jobsync-jobs"
+# RunJobs' bucket (template.yaml RunJobsBucket): its runs' jobs, Map Run results and outcomes.
+RUNS_BUCKET = "jobsync-runs-123456789012"
 
 
 class LocalStack:
@@ -83,6 +85,13 @@ class LocalStack:
         ]:
             s3.put_object(Bucket=bucket, Key=prefix + path.name, Body=path.read_bytes())
         self._set_env({"JOBSYNC_TEMPLATE_BUCKET": bucket, "JOBSYNC_TEMPLATE_PREFIX": prefix})
+
+    def _make_runs_bucket(self) -> None:
+        """template.yaml's RunJobsBucket, and the jobs function told its name."""
+        import boto3
+
+        boto3.client("s3").create_bucket(Bucket=RUNS_BUCKET)
+        self._set_env({"JOBSYNC_RUNS_BUCKET": RUNS_BUCKET})
 
     def _make_execution_ended_rule(self) -> None:
         """template.yaml's CleanupFunction ExecutionEnded rule, on the default bus."""

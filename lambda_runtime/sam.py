@@ -46,6 +46,7 @@ FUNCTIONS = {
     "await": "AwaitFunction",
     "resume": "ResumeFunction",
     "evaluate": "EvaluateFunction",
+    "jobs": "JobsFunction",
 }
 #: ClusterName has no default; the stack name the built ARNs use (samconfig.toml's).
 PARAMETERS = {"ClusterName": "local"}

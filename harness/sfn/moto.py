@@ -36,6 +36,7 @@ require_pinned_versions()  # before anything below imports moto's internals
 
 import jsonata  # noqa: E402
 import jsonata.timebox  # noqa: E402
+from antlr4.error.Errors import RecognitionException  # noqa: E402
 from moto.awslambda.models import LambdaFunction  # noqa: E402
 from moto.core import DEFAULT_ACCOUNT_ID  # noqa: E402
 from moto.core.exceptions import JsonRESTError  # noqa: E402
@@ -45,13 +46,17 @@ from moto.events.models import Rule as EventsRule  # noqa: E402
 from moto.stepfunctions.exceptions import AWSError as StepFunctionsAWSError  # noqa: E402
 from moto.stepfunctions.exceptions import InvalidToken  # noqa: E402
 from moto.stepfunctions.exceptions import ValidationException as StepFunctionsValidationException  # noqa: E402
+from moto.stepfunctions.models import StateMachine as StateMachineModel  # noqa: E402
 from moto.stepfunctions.parser import models as parser_models  # noqa: E402
 from moto.stepfunctions.parser.api import (  # noqa: E402
     EvaluationFailedEventDetails,
     ExecutionFailedEventDetails,
     HistoryEventType,
+    MapRunFailedEventDetails,
+    MapRunStatus,
     TaskFailedEventDetails,
 )
+from moto.stepfunctions.parser.asl.antlr.runtime.ASLParser import ASLParser  # noqa: E402
 from moto.stepfunctions.parser.asl.component import eval_component  # noqa: E402
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl  # noqa: E402
 from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (  # noqa: E402
@@ -67,9 +72,19 @@ from moto.stepfunctions.parser.asl.component.common.string.string_expression imp
 from moto.stepfunctions.parser.asl.component.program.program import Program  # noqa: E402
 from moto.stepfunctions.parser.asl.component.state import state as state_module  # noqa: E402
 from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState  # noqa: E402
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (  # noqa: E402
+    DistributedIterationComponent,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (  # noqa: E402
+    map_run_record as map_run_record_module,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iteration_worker import (  # noqa: E402
     IterationWorker,
 )
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval.resource_eval_s3 import (  # noqa: E402
+    ResourceEvalS3 as ResultWriterS3,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map import StateMap  # noqa: E402
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils  # noqa: E402
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import (  # noqa: E402
     state_task_lambda as state_task_lambda_module,
@@ -79,6 +94,9 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (  # noqa: E402
     state_task_service_callback as callback_module,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (  # noqa: E402
+    state_task_service_sfn as state_task_service_sfn_module,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (  # noqa: E402
     StateTaskServiceCallback,
@@ -94,13 +112,17 @@ from moto.stepfunctions.parser.asl.eval.environment import Environment  # noqa: 
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails  # noqa: E402
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager  # noqa: E402
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped  # noqa: E402
+from moto.stepfunctions.parser.asl.eval.states import ItemData, MapData  # noqa: E402
 from moto.stepfunctions.parser.asl.jsonata import jsonata as moto_jsonata  # noqa: E402
 from moto.stepfunctions.parser.asl.jsonata import validations as jsonata_validations  # noqa: E402
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser  # noqa: E402
+from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor  # noqa: E402
 from moto.stepfunctions.parser.backend import execution as execution_module  # noqa: E402
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker  # noqa: E402
 from moto.stepfunctions.responses import StepFunctionResponse  # noqa: E402
 
 __all__ = [  # what the hooks use of moto besides the seams: its types, errors and event details
+    "ASLParser",
     "ActionResult",
     "EvaluationFailedEventDetails",
     "EventDetails",
@@ -110,7 +132,12 @@ __all__ = [  # what the hooks use of moto besides the seams: its types, errors a
     "FailureEventException",
     "HistoryEventType",
     "InvalidToken",
+    "ItemData",
     "JsonRESTError",
+    "MapData",
+    "MapRunFailedEventDetails",
+    "MapRunStatus",
+    "RecognitionException",
     "StatesErrorName",
     "StatesErrorNameType",
     "StepFunctionsAWSError",
@@ -146,6 +173,7 @@ FIELD_NAME = Seam(eval_component.EvalComponent, "_field_name")
 # --------------------------------------------------------------------- Lambda
 LAMBDA_INVOKE = Seam(LambdaFunction, "invoke")
 LAMBDA_CLIENT = Seam(lambda_eval_utils, "boto_client_for")
+SFN_CLIENT = Seam(state_task_service_sfn_module, "boto_client_for")  # module global: startExecution tasks
 LAMBDA_PAYLOAD = Seam(lambda_eval_utils, "_from_payload")
 LAMBDA_INTEGRATION = Seam(lambda_eval_utils, "execute_lambda_function_integration")
 # --------------------------------------------------------------------- time
@@ -153,17 +181,28 @@ WAIT_INTERVAL = Seam(WaitFunction, "_wait_interval")
 WAIT_TIMESTAMP = Seam(Timestamp, "_get_wait_seconds")
 RETRY_TIME = Seam(retrier_decl, "time")  # module global
 JITTER_RANDOM = Seam(jitter_strategy_decl, "random")  # module global
-DATETIMES = tuple(Seam(module, "datetime") for module in (state_module, parser_models, execution_module))
+DATETIMES = tuple(
+    Seam(module, "datetime") for module in (state_module, parser_models, execution_module, map_run_record_module)
+)
 HISTORY_TIMESTAMP = Seam(EventManager, "_get_current_timestamp")
 PROGRAM_EVAL = Seam(Program, "eval")
 TOKEN_WAIT = Seam(StateTaskServiceCallback, "_wait_for_task_token_timeout")
 SYNC_TIME = Seam(callback_module, "time")  # module global
 STATE_TIMEOUT = Seam(ExecutionState, "_evaluate_with_timeout")
 ITERATION_EVAL = Seam(IterationWorker, "eval")
+# --------------------------------------------------------------------- Distributed Map
+MAP_RUN = Seam(DistributedIterationComponent, "_map_run")
+MAP_STATE_EXECUTION = Seam(StateMap, "_eval_execution")
+RESULT_WRITER_PUT = Seam(ResultWriterS3, "_handle_put_object")
+LIST_EXECUTIONS = Seam(StepFunctionResponse, "list_executions")
+RESULT_WRITER_FIELD = Seam(ASLParser, "result_writer_field")  # the parser ANTLR generated from moto's grammar
+PARSE_DEFINITION = Seam(AmazonStateLanguageParser, "parse")
 # --------------------------------------------------------------------- executions, errors, events
 EXECUTION_LOGIC = Seam(ExecutionWorker, "_execution_logic")
 LOG_EXCEPTION = Seam(eval_component.EvalComponent, "_log_exception")
 SET_ERROR = Seam(Environment, "set_error")
+SET_STOP = Seam(Environment, "set_stop")
+SET_TIMED_OUT = Seam(Environment, "set_timed_out")
 ENVIRONMENT_INIT = Seam(Environment, "__init__")
 ADD_EVENT = Seam(EventManager, "add_event")
 ERROR_EQUALS = Seam(ErrorEqualsDecl, "_eval_body")
@@ -264,6 +303,63 @@ def from_boto_response(task: Any, response: Any, shape: Any) -> None:
 def request_param(response: Any, name: str, default: Any = None) -> Any:
     """A parameter of the request a moto response object answers."""
     return response._get_param(name, default)
+
+
+def add_state_machine(backend: Any, arn: str, definition: str, role_arn: str) -> Any:
+    """A Standard state machine in moto's backend under ``arn``, whatever its name (a map run's, with a ``/``).
+
+    ``CreateStateMachine`` refuses a ``/`` in a name, as AWS does for the machines it creates; the
+    child workflow executions of a Distributed Map belong to ``<state machine>/<map run label>``.
+    """
+    name = arn.split(":stateMachine:", 1)[1]
+    machine = StateMachineModel(arn, name, definition, role_arn, backend, sm_type="STANDARD")
+    backend.state_machines.append(machine)
+    return machine
+
+
+def describe_output(execution: Any) -> dict[str, Any]:
+    """DescribeExecution's response for a moto execution, as the API returns it (the status as its name)."""
+    description = dict(execution.to_describe_output())
+    description["status"] = str(getattr(description["status"], "value", description["status"]))
+    return {key: value for key, value in description.items() if value is not None}
+
+
+def put_events(region: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """PutEvents on moto's EventBridge of the default account in ``region``: its rules match, its targets get them."""
+    from moto.events.models import events_backends
+
+    results: list[dict[str, Any]] = events_backends[DEFAULT_ACCOUNT_ID][region].put_events(entries)
+    return results
+
+
+def execution_env(execution: Any) -> Any:
+    """The interpreter environment of a started execution, or None before its thread made it."""
+    worker = execution.exec_worker
+    return worker.env if worker is not None else None
+
+
+def map_run_records(env: Any) -> list[Any]:
+    """The map runs an execution's environment started, in order (moto's MapRunRecord objects)."""
+    records: list[Any] = env.map_run_record_pool_manager.get_all()
+    return records
+
+
+def components_of(tree: Any) -> Any:
+    """The evaluation components moto builds from a definition's parse tree (a program of its own)."""
+    return Preprocessor().visit(tree)
+
+
+def rule_calls(caller: int, callee: int) -> int:
+    """The ATN state of moto's ASL grammar where rule ``caller`` calls rule ``callee`` (ANTLR's generated parser)."""
+    atn = ASLParser.atn
+    start = atn.ruleToStartState[callee]
+    return next(
+        state.stateNumber
+        for state in atn.states
+        if state is not None
+        and state.ruleIndex == caller
+        and any(getattr(t, "target", None) is start for t in state.transitions)
+    )
 
 
 def _check_seams() -> None:

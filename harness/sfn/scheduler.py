@@ -277,6 +277,21 @@ class VirtualTime:
             self._holds.pop(arn, None)
             self._last_sleeper_change = time.monotonic()
 
+    def hold(self, key: object) -> None:
+        """Work outside an execution's states goes on (a map run starting its children): time waits for it.
+
+        As an execution at work does, for up to ``busy_grace_seconds`` of wall time; ``release`` ends it.
+        """
+        with self._sleepers_changed:
+            self._busy[key] = time.monotonic()
+            self._last_sleeper_change = time.monotonic()
+
+    def release(self, key: object) -> None:
+        with self._sleepers_changed:
+            self._busy.pop(key, None)
+            self._last_sleeper_change = time.monotonic()
+        self._wake_sleepers()
+
     def _wake_sleepers(self) -> None:
         """Wake the sleepers the clock has reached, and the soonest of the rest (it looks next)."""
         with self._sleepers_changed:

@@ -233,22 +233,54 @@ class LocalStepFunctions(InProcessLambdas, VirtualTime):
             [getattr(e["type"], "value", str(e["type"])) for e in moto.history_list(env.event_manager)] if env else []
         )
 
+    def started_by(self, exec_arn: str) -> list[str]:
+        """The executions an execution's ``states:startExecution`` tasks started, in order (TaskSubmitted).
+
+        Read once from moto's backend, as ``history_types``: a Map Run's thousand children would
+        each cost a GetExecutionHistory.
+        """
+        backend = moto.backend(self.region)
+        env = backend.describe_execution(exec_arn).exec_worker.env
+        started = []
+        for event in moto.history_list(env.event_manager) if env else []:
+            details = event.get("taskSubmittedEventDetails")
+            if details and details.get("resourceType") == "states" and details.get("output"):
+                started.append(str(json.loads(details["output"])["ExecutionArn"]))
+        return started
+
     def stop(self, exec_arn: str, error: str | None = None, cause: str | None = None) -> None:
         """StopExecution: the execution ends ABORTED, with ``error``/``cause`` in its ExecutionAborted event.
 
         Goes to moto's backend directly: moto's StopExecution API handler drops error and cause.
         """
         backend = moto.backend(self.region)
-        backend.describe_execution(exec_arn).stop(stop_date=self.clock.utcnow(), error=error, cause=cause)
+        execution = backend.describe_execution(exec_arn)
+        self._until_stoppable(execution)
+        execution.stop(stop_date=self.clock.utcnow(), error=error, cause=cause)
 
     def stop_if_running(self, exec_arn: str, error: str | None = None, cause: str | None = None) -> bool:
         """StopExecution unless the execution has already ended; returns whether it stopped it."""
         backend = moto.backend(self.region)
         execution = backend.describe_execution(exec_arn)
+        self._until_stoppable(execution)
         if execution.exec_status != "RUNNING":
             return False
         execution.stop(stop_date=self.clock.utcnow(), error=error, cause=cause)
         return True
+
+    @staticmethod
+    def _until_stoppable(execution: Any, timeout_s: float = 10.0) -> None:
+        """Wait (wall clock) until a just-started execution runs its program: moto would drop a stop before.
+
+        StartExecution returns before moto's thread has built the execution's environment and entered
+        its first state; a StopExecution then is lost (or raises), where the service stops the execution.
+        """
+        deadline = time.monotonic() + timeout_s
+        while execution.exec_status == "RUNNING" and time.monotonic() < deadline:
+            env = moto.execution_env(execution)
+            if env is not None and env.is_running():
+                return
+            time.sleep(0.001)
 
     def settle(self, timeout_s: float = 30.0) -> None:
         """Wait (wall clock) for the asynchronous invocations in flight: EventBridge's deliveries to Lambda."""
@@ -268,22 +300,21 @@ class LocalStepFunctions(InProcessLambdas, VirtualTime):
                 self._unobserved.add(exec_arn)
             self._last_sleeper_change = time.monotonic()
         try:
-            description = self._sfn.describe_execution(executionArn=exec_arn)
+            # Read from moto's backend and put on its bus directly: a Map Run's thousands of children end
+            # each with this event, and two API round trips through moto would cost more than the children.
+            description = moto.describe_output(moto.backend(self.region).describe_execution(exec_arn))
         except Exception as exc:  # a harness bug: keep it for wait() to report
             self.internal_errors.append(exc)
             return
         event = status_change_event(description)
         self.status_changes.append(event)
-        boto3.client("events", region_name=self.region).put_events(
-            Entries=[
-                {
-                    "Source": event["source"],
-                    "DetailType": event["detail-type"],
-                    "Resources": event["resources"],
-                    "Detail": json.dumps(event["detail"]),
-                }
-            ]
-        )
+        entry = {
+            "Source": event["source"],
+            "DetailType": event["detail-type"],
+            "Resources": event["resources"],
+            "Detail": json.dumps(event["detail"]),
+        }
+        moto.put_events(self.region, [entry])
 
     def _done_event(self, exec_arn: str) -> threading.Event:
         with self._lock:

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from bench.prices import BilledDuration, LambdaAssumptions
 from bench.simulate import (
     Policy,
     _fixed_poll_times,
+    job_ref,
     policy_settings,
     poll_times,
     standard_policies,
@@ -31,7 +33,7 @@ from bench.statemachine import (
     with_completion_mode,
 )
 from bench.workload import Job, make_workload
-from jobsync.core.wait import PollState, Starting, WaitBounds, callback_wait
+from jobsync.core.wait import PollState, Starting, WaitBounds, callback_wait, poll_wait
 from jobsync.evaluation.phase import Phase
 
 POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch", "callback", "learned-hint30")
@@ -96,8 +98,11 @@ def test_fixed_wait_shortcut_equals_the_poll_loop():
 def test_policy_polls_as_runs_poll_would():
     job = Job("x", 90, 1500, 0)
     times = poll_times(job, Policy("default", "", "jobsync"))
-    # Submit's wait is min_seconds; the job is noticed at the first poll at or after its end.
-    assert times[0] == WaitBounds().min_seconds
+    # Submit's wait is min_seconds with the job's jitter, as the status step's rule gives it (never less, at
+    # most a tenth more); the job is noticed at the first poll at or after its end.
+    submit = PollState(Phase.PENDING, 0.0, 0.0, 0.0, 7 * 86_400, 0)
+    assert times[0] == poll_wait(submit, WaitBounds(), job_ref(job))
+    assert WaitBounds().min_seconds <= times[0] <= 1.1 * WaitBounds().min_seconds
     assert times[-1] >= job.end_s > times[-2]
     assert all(isinstance(t, float) and t == int(t) for t in times)
 
@@ -314,3 +319,20 @@ def test_the_watch_simulation_keeps_the_poll_budget():
     # A job running for 30 days, 840 s watches: without the floor 3,086 polls would overrun the history.
     times = poll_times(Job("x", 600, 30 * 86_400, 0), policy, deadline=30 * 86_400)
     assert len(times) <= WaitBounds().poll_budget + 1
+
+
+def test_the_delay_agreement_is_reported_beside_the_cross_check():
+    agreement = {
+        "jobs": 40,
+        "real_mean_delay_s": 80.0,
+        "simulated_mean_delay_s": 82.0,
+        "simulated_without_jitter_mean_delay_s": 75.0,
+        "relative_difference": 0.025,
+        "agree": True,
+        "same_delay_every_job": False,
+    }
+    recorded = json.loads((Path(__file__).resolve().parents[2] / "bench" / "results.json").read_text())
+    crosscheck = {**recorded["crosscheck"], "delay_agreement": agreement}
+    text = report.markdown({**recorded, "crosscheck": crosscheck}, "performance.png")
+    assert "real 80.0 s, simulated 82.0 s, 2.5 % apart" in text and "the simulator gave 75.0 s" in text
+    assert "delay_agreement" in json.dumps(recorded["crosscheck"])  # make bench records it

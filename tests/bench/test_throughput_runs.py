@@ -1,7 +1,8 @@
-"""bench/throughput.py past one RunJobs run: its limit is the one RunJobs enforces, and several runs add up.
+"""bench/throughput.py past one RunJobs run: its runs fit what RunJobs takes, and several runs add up.
 
-RunJobs refuses more than MAX_JOBS_PER_RUN jobs, so the benchmark starts several runs together past that. The
-41-job measurement itself takes longer than a test should (about a minute and a half here); the split is checked
+The benchmark gives each run at most MAX_JOBS_PER_RUN jobs inline (what fits an execution's 256 KB input with
+room), so it starts several runs together past that; RunJobs itself takes up to MAX_JOBS. The 41-job
+measurement itself takes longer than a test should (about a minute and a half here); the split is checked
 on ``batches`` (tests/bench/test_throughput_figures.py) and the adding up on two runs of one job each.
 """
 
@@ -15,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from bench.throughput import MAX_JOBS_PER_RUN, job_plan, measure, run_jobs_input
+from bench.throughput import MAX_JOBS_PER_RUN, PAYLOAD_LIMIT, job_plan, measure, run_jobs_input
 from harness.local import LocalJobsync
+from jobsync.core.runs import MAX_JOBS
 from tests.support.lambdas import QUIET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,18 +30,23 @@ DONE_CHILD = {
 }
 
 
-def test_the_benchmarks_jobs_per_run_is_the_most_run_jobs_takes():
+def test_the_benchmarks_runs_fit_what_run_jobs_takes():
+    # Its largest run's input fits StartExecution's 256 KB; RunJobs takes that many, and refuses past MAX_JOBS.
+    assert MAX_JOBS_PER_RUN <= MAX_JOBS
+    assert len(json.dumps(run_jobs_input(MAX_JOBS_PER_RUN)).encode()) <= PAYLOAD_LIMIT
     with LocalJobsync(env=QUIET) as local:
         child = local.add_state_machine(json.dumps(DONE_CHILD), "done")
         definition = (ROOT / "statemachine" / "run_jobs.asl.json").read_text()
-        parent = local.add_state_machine(definition, "run-jobs-done", {"RunJobStateMachineArn": child})
+        parent = local.add_state_machine(
+            definition, "run-jobs-done", {**local.substitutions(), "RunJobStateMachineArn": child}
+        )
         with contextlib.redirect_stdout(io.StringIO()):
             most = local.run_nested(parent, {"jobs": [{"n": i} for i in range(MAX_JOBS_PER_RUN)]})
-            one_more = local.run_nested(parent, {"jobs": [{"n": i} for i in range(MAX_JOBS_PER_RUN + 1)]})
+            one_more = local.run_nested(parent, {"jobs": [{"n": i} for i in range(MAX_JOBS + 1)]})
         assert most.status == "SUCCEEDED", (most.error, (most.cause or "")[:300])
         assert len(local.children(most.execution_arn)) == MAX_JOBS_PER_RUN
         assert (one_more.status, one_more.error) == ("FAILED", "InvalidInput")
-        assert f"jobs: an array of 1 to {MAX_JOBS_PER_RUN}" in (one_more.cause or "")
+        assert f"jobs: an array of 1 to {MAX_JOBS}" in (one_more.cause or "")
         assert local.children(one_more.execution_arn) == []
 
 

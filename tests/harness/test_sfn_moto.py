@@ -49,6 +49,14 @@ def test_another_release_is_refused_naming_what_to_recheck(monkeypatch):
 
 def test_the_hooks_are_grouped_and_each_patches_once():
     groups = {hook.__module__.rsplit(".", 1)[-1] for hook in hooks.HOOKS}
-    assert groups == {"jsonata", "services", "limits", "virtual_time", "in_process", "diagnostics"}
+    assert groups == {
+        "jsonata",
+        "services",
+        "limits",
+        "virtual_time",
+        "in_process",
+        "diagnostics",
+        "distributed_map",
+    }
     assert len({hook.__name__ for hook in hooks.HOOKS}) == len(hooks.HOOKS)
     assert all(hook.__doc__ for hook in hooks.HOOKS)

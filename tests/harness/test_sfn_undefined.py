@@ -81,3 +81,15 @@ def test_a_field_that_returns_nothing_fails_the_state_naming_the_field(sfn, stat
 def test_inside_an_expression_nothing_is_dropped_or_has_its_fallback(sfn, expression, value):
     description = run(sfn, {"S": {"Type": "Pass", "Output": expression, "End": True}})
     assert description["status"] == "SUCCEEDED" and json.loads(description["output"]) == value
+
+
+@pytest.mark.parametrize("assigned", [None, "{% null %}"], ids=["literal", "expression"])
+def test_a_variable_assigned_null_is_null_not_nothing(sfn, assigned):
+    # AWS: Assign {"x": null} holds null; "{% $x %}" is null (a field that is nothing would fail instead).
+    states = {
+        "S": {"Type": "Pass", "Assign": {"x": assigned}, "Next": "T"},
+        "T": {"Type": "Pass", "Output": {"x": "{% $x %}", "type": "{% $type($x) %}"}, "End": True},
+    }
+    description = run(sfn, states)
+    assert description["status"] == "SUCCEEDED"
+    assert json.loads(description["output"]) == {"x": None, "type": "null"}

@@ -1,9 +1,10 @@
 """RunJobs at its documented limits, through the real parent and child state machines in the local run.
 
-The largest run the README promises (MAX_JOBS jobs, each with a 4 KB result and a 4 KB context) must fit
-Step Functions' 256 KB state payload and 32,768-character Cause; a refused input must start nothing and name
-its field; a child that ends in a shape AWS produces (stopped by hand without a Cause, a Cause cut to
-32,768 characters that is no longer JSON) must still give an outcome.
+The largest run given inline (INLINE_JOBS jobs, each with a 4 KB result and a 4 KB context) must fit
+Step Functions' 256 KB state payload, its outcomes in the output, and a failed one its 32,768-character
+Cause; a refused input must start nothing and name its field; a child that ends in a shape AWS produces
+(stopped by hand without a Cause, a Cause cut to 32,768 characters that is no longer JSON) must still give
+an outcome. Runs of up to MAX_JOBS, their jobs and outcomes in S3: tests/integration/test_run_jobs_scale.py.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from harness.local import LocalJobsync, RunResult
 from tests.support.lambdas import QUIET, load_event
 
 ROOT = Path(__file__).resolve().parents[2]
-MAX_JOBS = 40  # README "Several jobs at once"
+MAX_JOBS = 1000  # README "Several jobs at once"
+# The most inline RunJob inputs with a 4 KB context StartExecution's 256 KB takes, with room (README).
+INLINE_JOBS = 40
 PAYLOAD_LIMIT = 256 * 1024  # a state's input or output, in UTF-8 bytes
 CAUSE_LIMIT = 32_768  # characters
 
@@ -93,7 +96,9 @@ def payloads(history: list[dict]) -> list[tuple[str, int]]:
 
 def test_the_largest_run_fits_with_every_jobs_4kb_result_and_4kb_context(tmp_path):
     # As many inline jobs with 4 KB contexts fit StartExecution's own 256 KB limit, with room for larger manifests.
-    inline = [{**job(i), "context": padded({"pipelineRun": f"nightly-{i}"}, "commit", 4096)} for i in range(MAX_JOBS)]
+    inline = [
+        {**job(i), "context": padded({"pipelineRun": f"nightly-{i}"}, "commit", 4096)} for i in range(INLINE_JOBS)
+    ]
     assert aws_size({"jobs": inline, "failFast": False}) <= 0.85 * PAYLOAD_LIMIT
     # The run itself: what each job's container writes (the test-only annotation) comes from a template, so the
     # input stays what a caller sends. Each message is 4096 bytes, the kubelet's cap, once ${INDEX} is two digits.
@@ -110,15 +115,15 @@ def test_the_largest_run_fits_with_every_jobs_4kb_result_and_4kb_context(tmp_pat
             "parameters": {"INDEX": f"{i:02d}"},
             "context": padded({"pipelineRun": f"nightly-{i}"}, "commit", 4096),
         }
-        for i in range(MAX_JOBS)
+        for i in range(INLINE_JOBS)
     ]
     result, _, history = run({"jobs": jobs, "maxConcurrency": 0, "failFast": False}, template_dir=tmp_path)
 
     assert result.status == "SUCCEEDED", (result.error, (result.cause or "")[:300])
     outcomes = result.output["jobs"]
-    assert [o["index"] for o in outcomes] == list(range(MAX_JOBS))
+    assert [o["index"] for o in outcomes] == list(range(INLINE_JOBS))
     assert all(o["phase"] == "SUCCEEDED" for o in outcomes)
-    expected = [json.loads(text.replace("/00/", f"/{i:02d}/")) for i in range(MAX_JOBS)]
+    expected = [json.loads(text.replace("/00/", f"/{i:02d}/")) for i in range(INLINE_JOBS)]
     assert [o["result"] for o in outcomes] == expected  # each result, once
     assert all(aws_size(o["result"]) == 4096 for o in outcomes)
     largest = max(payloads(history), key=lambda sized: sized[1])
@@ -126,14 +131,14 @@ def test_the_largest_run_fits_with_every_jobs_4kb_result_and_4kb_context(tmp_pat
     assert aws_size(result.output) <= PAYLOAD_LIMIT
 
 
-def test_the_largest_failed_run_names_every_job_within_a_cause():
-    jobs = [job(i, scenario="failure" if i % 2 else "success") for i in range(MAX_JOBS)]
+def test_a_failed_run_of_the_largest_inline_size_names_every_job_within_a_cause():
+    jobs = [job(i, scenario="failure" if i % 2 else "success") for i in range(INLINE_JOBS)]
     result, _, _ = run({"jobs": jobs})
     assert (result.status, result.error) == ("FAILED", "JobsFailed")
     assert len(result.cause) <= CAUSE_LIMIT
     cause = json.loads(result.cause)
-    assert cause["summary"]["total"] == MAX_JOBS and cause["summary"]["failed"] == MAX_JOBS // 2
-    assert [j["phase"] for j in cause["jobs"]] == ["SUCCEEDED", "FAILED"] * (MAX_JOBS // 2)
+    assert cause["summary"]["total"] == INLINE_JOBS and cause["summary"]["failed"] == INLINE_JOBS // 2
+    assert [j["phase"] for j in cause["jobs"]] == ["SUCCEEDED", "FAILED"] * (INLINE_JOBS // 2)
 
 
 def test_a_valid_input_with_every_option_absent_runs():

@@ -74,6 +74,7 @@ TYPES: dict[str, tuple[str | None, str, dict[str, str]]] = {
     "AWS::KMS::Key": (None, "{name}", {"Arn": ARN.format(service="kms", rest="key/{name}")}),
     "AWS::SNS::Topic": ("TopicName", ARN.format(service="sns", rest="{name}"), {}),
     "AWS::Lambda::LayerVersion": ("LayerName", ARN.format(service="lambda", rest="layer:{name}:1"), {}),
+    "AWS::S3::Bucket": ("BucketName", "{name}", {"Arn": f"arn:{PARTITION}:s3:::{{name}}"}),
     "AWS::ECR::Repository": (
         "RepositoryName",
         "{name}",
@@ -95,8 +96,13 @@ CHILDREN = {
         arn.removesuffix(":*"),
         arn.removesuffix("*") + "log-stream:2026/01/01/[$LATEST]0a1b",
     ],
-    "AWS::StepFunctions::StateMachine": lambda arn: [arn.replace(":stateMachine:", ":execution:") + ":run-1"],
+    # An execution, and a child execution of one of its Map Runs (execution:<name>/<label>:<id>).
+    "AWS::StepFunctions::StateMachine": lambda arn: [
+        arn.replace(":stateMachine:", ":execution:") + ":run-1",
+        arn.replace(":stateMachine:", ":execution:") + "/Jobs:run-1",
+    ],
     "AWS::Lambda::Function": lambda arn: [arn + ":$LATEST"],
+    "AWS::S3::Bucket": lambda arn: [arn + "/inputs/jobs.json", arn + "/runs/run-1/jobs.json"],
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from jobsync.core import runs
 from jobsync.core.event import RESUME_PATTERN, PhaseChanged
 from jobsync.core.outcome import EVALUATED, JOB_ERRORS, OUTCOMES, TERMINAL, Phase
 from jobsync_cli import follow
@@ -73,6 +74,13 @@ def test_run_jobs_maps_each_childs_error_name_to_its_phase():
     assert pairs == {p.error_name: str(p) for p in Phase if p.error_name}
     (listed,) = re.findall(r"\$error in \[([^\]]*)\]", RUN_JOBS)
     assert set(re.findall(r"'(\w+)'", listed)) == set(JOB_ERRORS)
+
+
+def test_run_jobs_outcomes_read_from_a_map_run_child_map_each_error_name_to_its_phase():
+    assert {name: phase for name, phase in runs.PHASES.items() if name in JOB_ERRORS} == {
+        p.error_name: str(p) for p in Phase if p.error_name
+    }
+    assert set(JOB_ERRORS) <= set(runs.PHASES)
 
 
 def test_the_templates_resume_rule_matches_the_event_model():

@@ -19,7 +19,8 @@ FUNCTIONS = {name: r for name, r in RESOURCES.items() if r["Type"] == "AWS::Serv
 
 def test_every_function_has_the_layer_and_a_handler_that_exists():
     loop = {"SubmitFunction", "StatusFunction", "CleanupFunction", "EvaluateFunction"}
-    assert set(FUNCTIONS) == loop | {"AwaitFunction", "ResumeFunction", "SweepFunction"}  # callback mode's three
+    runs = {"JobsFunction"}  # RunJobs' steps around its Distributed Map
+    assert set(FUNCTIONS) == loop | {"AwaitFunction", "ResumeFunction", "SweepFunction"} | runs  # callback's three
     assert TEMPLATE["Globals"]["Function"]["Layers"] == [{"Ref": "JobsyncLayer"}]
     for name, fn in FUNCTIONS.items():
         props = fn["Properties"]
@@ -143,3 +144,12 @@ def test_the_charts_defaults_are_the_templates():
     assert values["completionMode"] == params["CompletionMode"]["Default"]
     assert values["kubernetesGroup"] == params["KubernetesGroup"]["Default"]
     assert values["namespace"] == ""
+
+
+def test_every_function_is_one_the_lambda_runtime_invokes_by_name():
+    from harness.local import FUNCTIONS as LOCAL
+    from lambda_runtime.sam import FUNCTIONS as SAM
+
+    # The local run's handlers, served from containers by make sam-local and the e2e tier, by logical id.
+    assert set(SAM) == set(LOCAL) | {"evaluate"}
+    assert set(SAM.values()) == set(FUNCTIONS)

@@ -6,6 +6,8 @@
   ``tests/harness/`` checks each against that.
 - ``virtual_time``: every wait, timeout and timestamp on the harness's clock, and the order of
   concurrent executions on it, so hours pass in seconds as the service would see them.
+- ``distributed_map``: a Distributed Map's items as child executions of a Map Run, its tolerated
+  failure threshold, its ResultWriter's files (AWS behaviour moto lacks, as the first group).
 - ``in_process``: the mapped functions run in this process.
 - ``diagnostics``: what moto would swallow is kept for ``wait()`` to raise.
 
@@ -32,7 +34,15 @@ Patch = Callable[[Seam, Any], None]
 Hook = Callable[["LocalStepFunctions", Patch], None]
 
 # The hook modules import Patch from here: imported after it.
-from harness.sfn.hooks import diagnostics, in_process, jsonata, limits, services, virtual_time  # noqa: E402
+from harness.sfn.hooks import (  # noqa: E402
+    diagnostics,
+    distributed_map,
+    in_process,
+    jsonata,
+    limits,
+    services,
+    virtual_time,
+)
 
 HOOKS: tuple[Hook, ...] = (
     # First, so it is undone last: an execution thread still finishing while the harness closes evaluates on.
@@ -41,7 +51,7 @@ HOOKS: tuple[Hook, ...] = (
     jsonata.jsonata_errors_are_query_evaluation_errors,
     virtual_time.jsonata_now_on_virtual_clock,
     in_process.lambda_runs_in_process,
-    in_process.reuse_lambda_clients,
+    in_process.reuse_service_clients,
     virtual_time.wait_on_virtual_clock,
     services.wait_timestamp_in_utc,
     virtual_time.retry_backoff_on_virtual_clock,
@@ -68,6 +78,13 @@ HOOKS: tuple[Hook, ...] = (
     limits.lambda_payload_must_be_strict_json,
     limits.send_task_success_needs_strict_json,
     limits.causes_are_cut_to_32768_characters,
+    # After diagnostics: a map run learns of its child's end once the harness has recorded it.
+    distributed_map.distributed_map_items_are_child_executions,
+    distributed_map.definitions_are_parsed_once,
+    distributed_map.result_writer_takes_arguments,
+    distributed_map.map_runs_write_their_results_when_they_fail,
+    distributed_map.result_writer_exports_every_child,
+    distributed_map.list_executions_of_a_map_run,
 )
 
 

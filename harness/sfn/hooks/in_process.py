@@ -40,10 +40,11 @@ def lambda_runs_in_process(harness: LocalStepFunctions, patch: Patch) -> None:
     patch(moto.LAMBDA_INVOKE, lambda_invoke)
 
 
-def reuse_lambda_clients(harness: LocalStepFunctions, patch: Patch) -> None:
+def reuse_service_clients(harness: LocalStepFunctions, patch: Patch) -> None:
     """Speed only: reuse one boto3 client per (region, service).
 
-    moto builds a new boto3 Lambda client for every task, much of what a poll costs the local run.
+    moto builds a new boto3 client for every Lambda task, much of what a poll costs the local run,
+    and for every ``states:startExecution`` task and each of its looks at the child.
     """
     clients: dict[tuple[str, str], Any] = {}
     original = moto.LAMBDA_CLIENT.original
@@ -55,3 +56,4 @@ def reuse_lambda_clients(harness: LocalStepFunctions, patch: Patch) -> None:
             return clients[region, service]
 
     patch(moto.LAMBDA_CLIENT, boto_client_for)
+    patch(moto.SFN_CLIENT, boto_client_for)

@@ -35,7 +35,8 @@ def encode_variables_as_json(harness: LocalStepFunctions, patch: Patch) -> None:
     """Pass every variable to the expression as the JSON value it is.
 
     moto writes string variables as ``f'"{value}"'``, unescaped: a quote, a backslash
-    or a newline in any ``$states`` value or Assign'd string breaks the expression.
+    or a newline in any ``$states`` value or Assign'd string breaks the expression. A
+    variable assigned null reads as null, as in the service (not as nothing).
     Here each value goes through JSON (so it arrives as the service passes it, a number
     as JSONata reads the literal) and is bound to the expression by name
     (``$states:=$__v0;``) instead of written into it: the text stays the same from one
@@ -172,7 +173,10 @@ def _encode_jsonata_variable_declarations(bindings: dict[str, Any]) -> str:
     parts = []
     for name, value in bindings.items():
         parts.append(f"{name}:=$__v{len(building)};")
-        building.append(_as_jsonata_literal(value))
+        literal = _as_jsonata_literal(value)
+        # A variable that holds null (an Assign'd null, a null result) is null, not nothing: jsonata-python
+        # reads a binding of None as undefined, and its own null as null (None inside a value is null already).
+        building.append(jsonata.utils.Utils.NULL_VALUE if literal is None else literal)
     return "".join(parts)
 
 

@@ -31,7 +31,20 @@ def cluster() -> KubeJobs:
 
 @cache
 def _s3() -> Any:
-    return aws.client("s3")  # only the submit Lambda with a jobTemplate needs it
+    return aws.client("s3")  # the submit Lambda with a jobTemplate, and RunJobs' jobs function
+
+
+def s3() -> Any:
+    """The S3 client of this container."""
+    return _s3()
+
+
+def runs_bucket() -> str:
+    """RunJobs' bucket (its jobs, its Map Run's results, its outcomes); InvalidInput when the stack has none."""
+    name = settings().runs_bucket
+    if not name:
+        raise InvalidInput("this deployment has no runs bucket (JOBSYNC_RUNS_BUCKET): RunJobs needs one")
+    return name
 
 
 def fetch_template(uri: str) -> str:

@@ -311,6 +311,7 @@ class Settings(_FromEnvironment):
         "both the notifier and the sweeper fail.",
     )
     table_name: str = Field("", description="Callback mode and learned hints: the stack's DynamoDB table.")
+    runs_bucket: str = Field("", description="RunJobs: the bucket of its runs' jobs, results and outcomes.")
     state_machine_arn: str = Field(
         "",
         description="This deployment's state machine: cleanup after an execution event acts only on its "

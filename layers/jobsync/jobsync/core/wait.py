@@ -95,6 +95,7 @@ __all__ = [
     "next_wait",
     "policy_wait",
     "poll_state",
+    "poll_wait",
     "sweep_due",
     "watch_hold",
     "with_next_wait",
@@ -313,9 +314,15 @@ def next_look_wait(
         wanted = callback_wait(state, settings, starting, spread if jitter else None)
         spacing = waits.safety_poll_seconds if state.phase.runs else min(longest, bounds.running_max_seconds)
         return within_budget(wanted, state, bounds, spacing)
+    return poll_wait(state, bounds, job, jitter)
+
+
+def poll_wait(state: PollState, bounds: WaitBounds, job: JobRef, jitter: bool = True) -> int:
+    """Poll mode's wait: the policy's (``next_wait``) with the job's jitter (``jittered``), under the history
+    budget and the deadline (``within_budget``). The benchmark's simulator waits by it too."""
     wait = next_wait(state, bounds)
     if jitter:
-        wait = jittered(wait, job, state.polls, left, bounds.max_seconds)
+        wait = jittered(wait, job, state.polls, state.deadline - state.now, bounds.max_seconds)
     return within_budget(wait, state, bounds, bounds.running_max_seconds)
 
 
