@@ -23,8 +23,8 @@ from typing import Any
 from harness.clock import VirtualClock
 
 FUNCTION = "jobsync-sweep"
-# What EventBridge Scheduler sends when the schedule has no input of its own.
-EVENT: dict[str, Any] = {}
+# What EventBridge Scheduler sends: the schedule's Input (template.yaml's Sweep event).
+EVENT: dict[str, Any] = {"sweep": "scheduled"}
 
 
 class SweepSchedule:

@@ -115,11 +115,9 @@ def containerised(
         template = exits.enter_context(sam.local_template(values))
         env_vars = exits.enter_context(sam.env_file(values))
         server = exits.enter_context(sam.StartLambda(daemon, template, env_vars, parameters, log=log, warm=warm))
-        # The functions this tier serves from containers (sam.FUNCTIONS); the sweeper's schedule stays in-process.
-        served = tuple(name for name in FUNCTIONS if name in sam.FUNCTIONS)
-        warm_up(server, served)
+        warm_up(server, FUNCTIONS)
         saved = dict(local.sfn.handlers)
-        local.sfn.handlers.update({f"jobsync-{name}": RemoteHandler(server, name) for name in served})
+        local.sfn.handlers.update({f"jobsync-{name}": RemoteHandler(server, name) for name in FUNCTIONS})
         try:
             yield server
         finally:

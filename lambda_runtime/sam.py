@@ -45,6 +45,7 @@ FUNCTIONS = {
     "cleanup": "CleanupFunction",
     "await": "AwaitFunction",
     "resume": "ResumeFunction",
+    "sweep": "SweepFunction",
     "evaluate": "EvaluateFunction",
     "jobs": "JobsFunction",
 }

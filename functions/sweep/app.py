@@ -2,11 +2,13 @@
 
 One LIST per allowed kind against the executions that wait: it resumes those whose job ended without an event
 (a dead notifier's work), and does the starting jobs' checks (stuck pods, an operator that never reconciles) that
-no event announces. The schedule's event carries nothing it needs.
+no event announces. The schedule's event is ``{"sweep": "scheduled"}`` (its Input in template.yaml); any other
+event raises ``InvalidInput`` and sweeps nothing.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -14,11 +16,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from jobsync import runtime, tracing
 from jobsync.aws.tokens import TokenStore
+from jobsync.errors import InvalidInput
 from jobsync.run.sweep import sweep
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+SCHEDULED = {"sweep": "scheduled"}  # the Sweep schedule's Input
 logger = Logger()
 metrics = Metrics()
 
@@ -27,6 +31,9 @@ metrics = Metrics()
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if event != SCHEDULED:
+        got = json.dumps(event, default=str)[:120]
+        raise InvalidInput(f'the schedule\'s event {{"sweep": "scheduled"}} is required, got {got}')
     store = TokenStore(runtime.table())
     report = sweep(
         runtime.cluster(),

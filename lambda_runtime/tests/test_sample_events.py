@@ -109,6 +109,11 @@ def expected(name: str, answer: Any) -> None:
         assert answer == {"phase": "RUNNING", "terminal": False}
     elif function == "resume":
         assert answer["resumed"] is False and answer["why"].startswith("no execution waits"), answer
+    elif function == "sweep":
+        assert answer["errors"] == answer["resumed"] == answer["failed_starts"] == 0, answer
+    elif function == "jobs":
+        event = load_event(name)
+        assert answer["key"] == f"runs/{event['run']}/jobs.json" and answer["count"] == len(event["jobs"]), answer
 
 
 # What legitimately differs between two answers to one event: the instant each call was made (the two
@@ -149,6 +154,8 @@ INVOKED = {
     "cleanup": "cleanup-execution-aborted.json",
     "await": "await-running.json",
     "resume": "resume-job-ended.json",
+    "sweep": "sweep-schedule.json",
+    "jobs": "jobs-prepare.json",
 }
 
 

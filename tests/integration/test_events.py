@@ -18,7 +18,9 @@ import pytest
 from moto import mock_aws
 
 from harness.local import LocalJobsync
+from harness.local_stack import RUNS_BUCKET
 from jobsync import runtime
+from jobsync.errors import InvalidInput
 from jobsync.run.callback import TokenStore
 from jobsync.run.manifests import job_labels, job_name
 from tests.support.kube import PYTORCHJOBS
@@ -139,6 +141,30 @@ def test_resume_job_ended_for_an_execution_that_waits_for_nothing(lambda_context
     with LocalJobsync(env=QUIET):
         out = invoke("resume", load_event("resume-job-ended.json"), lambda_context)
     assert out == {"resumed": False, "why": "no execution waits for this job (already resumed, or polled to its end)"}
+
+
+def test_sweep_schedule_with_nothing_waiting(lambda_context):
+    # The sweeper's schedule (callback mode) when no execution waits: one look at the store, nothing else.
+    with LocalJobsync(env=QUIET):
+        out = invoke("sweep", load_event("sweep-schedule.json"), lambda_context)
+    assert out["waiting"] == 0 and out["looked"] == out["resumed"] == out["failed_starts"] == out["errors"] == 0
+
+
+@pytest.mark.parametrize("event", [{}, {"sweep": "now"}, {"warmUp": True}])
+def test_the_sweeper_refuses_any_event_but_its_schedules(event, lambda_context):
+    with LocalJobsync(env=QUIET), pytest.raises(InvalidInput, match=r'\{"sweep": "scheduled"\} is required'):
+        invoke("sweep", event, lambda_context)
+
+
+def test_jobs_prepare_writes_the_runs_jobs_where_its_map_reads_them(lambda_context):
+    event = load_event("jobs-prepare.json")
+    with LocalJobsync(env=QUIET):
+        out = invoke("jobs", event, lambda_context)
+        body = boto3.client("s3").get_object(Bucket=out["bucket"], Key=out["key"])["Body"].read()
+    assert out == {"bucket": RUNS_BUCKET, "key": f"runs/{event['run']}/jobs.json", "count": len(event["jobs"])}
+    assert [job["job"]["metadata"]["name"] for job in json.loads(body)] == [
+        job["job"]["metadata"]["name"] for job in event["jobs"]
+    ]
 
 
 def test_every_sample_event_has_a_test():

@@ -7,6 +7,8 @@ token store's Scan.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.support.stack import Stack, as_list, render, statements, translated
@@ -88,3 +90,10 @@ def test_only_the_sweep_function_may_scan_the_token_store_and_the_notifier_reads
             assert condition["StringEqualsIfExists"]["dynamodb:Select"] == "SPECIFIC_ATTRIBUTES"
     roles = {where.split(".")[0] for where, _ in reading}
     assert roles == {"ClusterAccessRole", "SweeperFindsWaitingExecutions", "NotifierReadsWhichExecutionsWait"}
+
+
+def test_the_schedule_sends_the_event_the_function_and_the_local_run_expect():
+    from harness.sweeper import EVENT
+
+    found = schedule(stack(CompletionMode="callback"))
+    assert json.loads(found["Target"]["Input"]) == EVENT == {"sweep": "scheduled"}
