@@ -31,6 +31,12 @@ def aws_error(err: BaseException, what: str) -> FollowError:
     return FollowError(f"{what}: {' '.join(str(err).split()) or type(err).__name__}")
 
 
+def region_of(arn: str) -> str | None:
+    """The region an ARN names (``arn:aws:states:us-east-1:...``), or None when it is no ARN with one."""
+    parts = arn.split(":")
+    return parts[3] if len(parts) > 4 and parts[0] == "arn" and parts[3] else None
+
+
 def client(service: str, region: str | None) -> Any:
     import boto3  # only these commands need it
 

@@ -46,6 +46,7 @@ from jobsync_cli.aws import (
     hint,
     interrupted_start,
     read_input,
+    region_of,
     start,
     state_machine_arn,
 )
@@ -241,6 +242,7 @@ def _follow_to_the_end(client: Any, arn: str, args: argparse.Namespace, command:
 
 def cmd_status(args: argparse.Namespace) -> int:
     out = sys.stdout
+    args.region = args.region or region_of(args.execution_arn)  # the ARN names its region
     try:
         sfn = _client("stepfunctions", args.region)
         description = _describe(sfn, args.execution_arn)
@@ -377,7 +379,9 @@ def _poll_interval_option(parser: argparse.ArgumentParser) -> None:
 
 def _region_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--region", default=None, help="the AWS region (without one, AWS_REGION, AWS_DEFAULT_REGION or the profile's)"
+        "--region",
+        default=None,
+        help="the AWS region (without one: the ARN's, else AWS_REGION, AWS_DEFAULT_REGION or the profile's)",
     )
 
 

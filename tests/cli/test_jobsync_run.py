@@ -38,9 +38,11 @@ STACK_TEMPLATE = {
 }
 
 
-def jobsync(endpoint: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def jobsync(
+    endpoint: str, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``python -m jobsync_cli ARGS`` as a developer runs it, against ``endpoint``, with fake credentials."""
-    env = {**client_env(endpoint), "PYTHONPATH": "layers/jobsync:cli"}
+    env = env or {**client_env(endpoint), "PYTHONPATH": "layers/jobsync:cli"}
     return subprocess.run(
         [sys.executable, "-m", "jobsync_cli", *args],
         capture_output=True,
@@ -151,6 +153,22 @@ def test_failure_prints_the_error_and_the_cause_and_exits_job_failed():
         assert "status     FAILED" in status.stdout
         assert re.search(r"^last poll  \+\d\d:\d\d:\d\d  FAILED +PyTorchJobFailed +done$", status.stdout, re.M)
         assert "result: FAILED  error: JobFailed" in status.stdout
+        assert status.stdout.count("CUDA error: out of memory") == 1  # the log tail once
+        assert proc.stdout.count("CUDA error: out of memory") == 1
+
+
+def test_status_takes_the_region_from_the_arn():
+    with service("success") as svc:
+        proc = svc.run("--no-follow")
+        arn = proc.stdout.strip()
+        svc.local.sfn.wait(arn, timeout_s=30)
+        env = {**client_env(svc.endpoint), "PYTHONPATH": "layers/jobsync:cli"}
+        env = {key: value for key, value in env.items() if key not in ("AWS_REGION", "AWS_DEFAULT_REGION")}
+
+        status = jobsync(svc.endpoint, "status", arn, env=env)
+
+        assert status.returncode == follow.EXIT_SUCCEEDED, status.stderr
+        assert "status     SUCCEEDED" in status.stdout
 
 
 def test_timeout_exits_job_timed_out(tmp_path):
