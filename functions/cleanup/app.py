@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runtime, strict_json, tracing
+from jobsync import handler_metrics, runtime, strict_json, tracing
 from jobsync.aws.executions import history_reader
 from jobsync.run import execution_events
 from jobsync.run.cleanup import cleanup
@@ -30,6 +30,7 @@ metrics = Metrics()
 @logger.inject_lambda_context
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
+@handler_metrics.count_errors(metrics, "CleanupErrors")
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if execution_events.is_execution_event(event):
         result = execution_events.cleanup_after(
@@ -43,6 +44,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     else:
         result = cleanup(parse(CleanupRequest, event), runtime.cluster(), runtime.settings())
     logger.info("cleanup", extra=result)
-    if result["deleted"]:
-        metrics.add_metric(name="JobsDeleted", unit=MetricUnit.Count, value=1)
+    # Counted when nothing was deleted too (0): every invocation publishes its metric.
+    metrics.add_metric(name="JobsDeleted", unit=MetricUnit.Count, value=1 if result["deleted"] else 0)
     return strict_json.checked(result)
