@@ -192,9 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     rbac_cmd.add_argument("--notifier", action="store_true", help="also the notifier's ServiceAccount and Role")
     rbac_cmd.set_defaults(func=_cmd_rbac)
 
-    from jobsync_cli import follow  # run, status, list: start and follow executions (jobsync_cli.follow)
+    from jobsync_cli import follow, wait  # each command's module registers it, one line each
 
-    follow.add_commands(commands)
+    follow.add_commands(commands)  # run, status, list: start and follow executions
+    wait.add_command(commands)  # wait: a job on a cluster, without AWS
     return parser
 
 
