@@ -17,33 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 
 from harness.kubeapi import KubeAPI
 from harness.operator_sim import OperatorSim
 from jobsync_cli import follow
+from tests.support.cli import write_kubeconfig
 from tests.support.kube import NAMESPACE, start_kube_api
 from tests.support.lambdas import EVENTS, ROOT
 
 LOOK = re.compile(r"^\+\d{2}:\d{2}:\d{2}  [A-Z_]+ +\S* +(next wait \d+s|done)$")
-
-
-def write_kubeconfig(path: Path, server: str, namespace: str | None = NAMESPACE) -> Path:
-    """A person's kubeconfig for the local API (plain HTTP, no credentials), its context in ``namespace``."""
-    context: dict[str, Any] = {"cluster": "local", "user": "me"}
-    if namespace:
-        context["namespace"] = namespace
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "local", "cluster": {"server": server}}],
-        "users": [{"name": "me", "user": {}}],
-        "contexts": [{"name": "local", "context": context}],
-        "current-context": "local",
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def jobsync(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

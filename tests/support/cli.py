@@ -26,6 +26,7 @@ from typing import Any
 
 import boto3
 import pytest
+import yaml
 
 from harness.aws_server import MOTO_CLOUDFORMATION, WerkzeugMotoServer, client_env, endpoint, moto_server
 from harness.local import LocalJobsync
@@ -88,6 +89,23 @@ def in_terminal(endpoint_url: str, *args: str, timeout: float = 120, columns: in
         os.close(fd)
     _, status = os.waitpid(pid, 0)
     return Terminal(b"".join(chunks).decode(errors="replace"), os.waitstatus_to_exitcode(status))
+
+
+def write_kubeconfig(path: Path, server: str, namespace: str | None = "ml-training") -> Path:
+    """A person's kubeconfig for the local API (plain HTTP, no credentials), its context in ``namespace``."""
+    context: dict[str, Any] = {"cluster": "local", "user": "me"}
+    if namespace:
+        context["namespace"] = namespace
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "local", "cluster": {"server": server}}],
+        "users": [{"name": "me", "user": {}}],
+        "contexts": [{"name": "local", "context": context}],
+        "current-context": "local",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 class Service:
