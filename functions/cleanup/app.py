@@ -40,10 +40,22 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             runtime.describe_execution,
             history_reader(runtime.stepfunctions()),
             runtime.cleanup_state_ran,
+            runtime.stopped_with,
         )
+        record(result)
     else:
         result = cleanup(parse(CleanupRequest, event), runtime.cluster(), runtime.settings())
     logger.info("cleanup", extra=result)
     # Counted when nothing was deleted too (0): every invocation publishes its metric.
     metrics.add_metric(name="JobsDeleted", unit=MetricUnit.Count, value=1 if result["deleted"] else 0)
     return strict_json.checked(result)
+
+
+def record(result: dict[str, Any]) -> None:
+    """Keep the outcome for whoever stopped the execution (jobsync stop); a lost record costs that view only."""
+    try:
+        runtime.record_cleanup(result)
+    except Exception as exc:  # DynamoDB trouble must not fail a cleanup that did its work
+        logger.warning(
+            "cleanup outcome not recorded", extra={"execution": result.get("execution"), "error": type(exc).__name__}
+        )
