@@ -60,9 +60,12 @@ RUN_JOBS_OUTPUT = "RunJobsStateMachineArn"
 
 
 def stack_outputs(
-    stack: str, region: str | None, make_client: Callable[[str, str | None], Any] | None = None
+    stack: str,
+    region: str | None,
+    make_client: Callable[[str, str | None], Any] | None = None,
+    part: str = "Outputs",
 ) -> dict[str, str]:
-    """The outputs of a stack, by key; FollowError naming the stack when there is none such."""
+    """The outputs (or ``part="Parameters"``) of a stack, by key; FollowError naming the stack when there is none."""
     cfn = (make_client or client)("cloudformation", region)
     try:
         stacks = cfn.describe_stacks(StackName=stack)["Stacks"]
@@ -70,8 +73,9 @@ def stack_outputs(
         if error_code(err) == "ValidationError" and "does not exist" in str(err):
             raise FollowError(f"no such stack: {stack}") from None
         raise aws_error(err, f"cannot describe stack {stack}") from None
-    outputs = (stacks[0].get("Outputs") or []) if stacks else []
-    return {str(o.get("OutputKey")): str(o.get("OutputValue")) for o in outputs if o.get("OutputKey")}
+    entries = (stacks[0].get(part) or []) if stacks else []
+    key, value = ("OutputKey", "OutputValue") if part == "Outputs" else ("ParameterKey", "ParameterValue")
+    return {str(e.get(key)): str(e.get(value) or "") for e in entries if e.get(key)}
 
 
 def state_machine_arn(

@@ -192,12 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
     rbac_cmd.add_argument("--notifier", action="store_true", help="also the notifier's ServiceAccount and Role")
     rbac_cmd.set_defaults(func=_cmd_rbac)
 
-    from jobsync_cli import follow, logs, stop, wait  # each command's module registers it, one line each
+    from jobsync_cli import follow, logs, stop, submit, wait  # each command's module registers it, one line each
 
     follow.add_commands(commands)  # run, status, list: start and follow executions
     wait.add_command(commands)  # wait: a job on a cluster, without AWS
     logs.add_command(commands)  # logs: a job's leading replica's log, -f until it ends
     stop.add_command(commands)  # stop: an execution, then what its cleanup did
+    submit.add_command(commands)  # submit: start a run; --dry-run: the job Submit would create
     return parser
 
 

@@ -113,7 +113,7 @@ def test_no_command_is_a_usage_error():
     )
 
     assert proc.returncode == 2
-    assert b"{evaluate,rbac,run,status,list,wait,logs,stop}" in proc.stderr  # the usage lists every command
+    assert b"{evaluate,rbac,run,status,list,wait,logs,stop,submit}" in proc.stderr  # the usage lists every command
 
 
 def run_lines(*args: str, stdin: str | None = None) -> tuple[int, list[str], str]:

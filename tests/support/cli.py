@@ -131,11 +131,15 @@ class Service:
             "TableName": os.environ.get("JOBSYNC_TABLE_NAME", ""),
         }
 
-    def create_stack(self, name: str, outputs: dict[str, str] | None = None) -> None:
-        """A stack whose outputs are the local run's state machines and table (or ``outputs``)."""
+    def create_stack(
+        self, name: str, outputs: dict[str, str] | None = None, parameters: dict[str, str] | None = None
+    ) -> None:
+        """A stack whose outputs are the local run's state machines and table (or ``outputs``), with ``parameters``."""
         outputs = self.outputs() if outputs is None else outputs
+        parameters = parameters or {}
         if MOTO_CLOUDFORMATION:
             template = {
+                "Parameters": {key: {"Type": "String", "Default": value} for key, value in parameters.items()},
                 "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
                 "Outputs": {key: {"Value": value} for key, value in outputs.items()},
             }
@@ -143,7 +147,7 @@ class Service:
                 StackName=name, TemplateBody=json.dumps(template)
             )
         elif isinstance(self.server, WerkzeugMotoServer):
-            self.server.stacks[name] = outputs
+            self.server.stacks[name] = {"Outputs": outputs, "Parameters": parameters}
         else:
             pytest.skip("moto's CloudFormation cannot be imported here (moto[cloudformation] extras missing)")
 
