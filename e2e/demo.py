@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", default="events/run-job-input.json")
     parser.add_argument("--namespace", default="ml-training")
     parser.add_argument("--kinds", default="PyTorchJob")
+    parser.add_argument("--verdict-file", default=None, help="write the verdict here as one line (make demo)")
     args = parser.parse_args(argv)
     missing = missing_binaries()
     if missing:
@@ -86,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         if scenario.get("operator") is False:
             cp.stop_operator()
         try:
-            return demo.main(["--scenario", args.scenario, "--input", str(input_file), "--kubeconfig", str(kubeconfig)])
+            verdict = ["--verdict-file", args.verdict_file] if args.verdict_file else []
+            return demo.main(
+                ["--scenario", args.scenario, "--input", str(input_file), "--kubeconfig", str(kubeconfig), *verdict]
+            )
         finally:
             done.set()
 

@@ -36,4 +36,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     new = arm(request.state, request.taskToken, runtime.cluster(), runtime.settings(), store, runtime.stepfunctions())
     logger.info("waiting for the job's event", extra={"job": new.job.name, "phase": new.phase, "ended": new.terminal})
     metrics.add_metric(name="Awaits", unit=MetricUnit.Count, value=1)
-    return {"phase": new.phase, "terminal": new.terminal}
+    # The state machine takes the loop state from SendTaskSuccess, not from here: this says what the look saw.
+    return {"phase": new.phase, "reason": new.reason, "terminal": new.terminal}

@@ -13,7 +13,7 @@ from tests.support.lambdas import ROOT
 
 
 def demo(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["layers/jobsync", "notifier", "."])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["layers/jobsync", "notifier", "cli", "."])}
     return subprocess.run(
         [sys.executable, "-m", "harness.demo", *args],
         cwd=ROOT,
@@ -50,7 +50,7 @@ def test_a_template_input_runs_locally_like_an_inline_job():
 
 def test_an_input_that_is_not_an_object_prints_the_result_line():
     proc = demo("--input", "tests/data/not_an_object.json")
-    assert proc.returncode == 1
+    assert proc.returncode == 7  # a step's error, as jobsync run gives it
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (result["status"], result["error"]) == ("FAILED", "InvalidInput")
     assert "must be a JSON object, got array" in result["cause"]
