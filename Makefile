@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check rbac demo demo-story lint format bench bench-throughput validate build scan clean
+.PHONY: test test-future package-check chart generated demo demo-story lint format bench bench-throughput validate build scan clean sam-local bench-container
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,8 @@ test-future: $(STAMP) $(SCAN_VENV)/.installed
 	$(BIN)/python -m pytest -q --clock-offset-days=1460
 
 ## Run the state machine end to end on the local Kubernetes API and operator simulator;
-## CLUSTER=local-real: on the e2e tier's real control plane (make e2e-build first; NAMESPACE, KINDS apply).
+## CLUSTER=local-real: on the e2e tier's real control plane (make e2e-build first; NAMESPACE, KINDS apply), the
+## functions in the Lambda runtime (sam local start-lambda) when a Docker daemon can be had.
 ## KINDS: the kinds the deployment allows (default: the input's own). A failing story's last line is its
 ## verdict: make exits 2 with it (the story's own code, 3 for JobFailed, ... is python -m harness.demo's).
 DEMO_VERDICT := build/demo/verdict
@@ -39,10 +40,12 @@ demo: demo-story
 	$(if $(filter-out 0,$(shell cat $(DEMO_VERDICT).code)),$(error $(or $(shell cat $(DEMO_VERDICT) 2>/dev/null),the demo did not run (exit $(shell cat $(DEMO_VERDICT).code)))))
 
 # The story itself: it never fails the recipe, so make prints no error line of its own; demo reads how it ended.
-demo-story: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build)
+demo-story: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build $(SAM_VENV)/bin/sam)
 	@mkdir -p $(dir $(DEMO_VERDICT)) && rm -f $(DEMO_VERDICT)
 ifeq ($(CLUSTER),local-real)
-	@PYTHONPATH=layers/jobsync:notifier:cli:. $(BIN)/python -m e2e.demo --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS) --verdict-file $(DEMO_VERDICT); echo $$? > $(DEMO_VERDICT).code
+	@PYTHONPATH=layers/jobsync:notifier:cli:. $(BIN)/python -m lambda_runtime run --if-available -- $(BIN)/python -m e2e.demo \
+	  --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS) --verdict-file $(DEMO_VERDICT); \
+	  echo $$? > $(DEMO_VERDICT).code
 else
 	@PYTHONPATH=layers/jobsync:notifier:cli:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(filter command line environment override,$(origin KINDS)),--kinds $(KINDS)) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE)) --verdict-file $(DEMO_VERDICT); echo $$? > $(DEMO_VERDICT).code
 endif
@@ -63,6 +66,11 @@ format: $(STAMP)
 bench: $(STAMP)
 	PYTHONPATH=layers/jobsync:. $(BIN)/python -m bench
 
+## Each function's cold start in the Lambda runtime (sam local start-lambda, needs Docker as make sam-local does);
+## updates only the container_cold_start key of bench/results.json and the docs/performance.md rendered from it.
+bench-container: $(STAMP) $(SAM_VENV)/bin/sam
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run -- $(BIN)/python -m bench --container
+
 THROUGHPUT_MAX ?= 100
 ## Throughput of RunJobs in the local run: 1, 10 and 100 jobs started together per completion mode;
 ## THROUGHPUT_MAX=1000 adds the 1,000-job runs (opt-in: much longer). Updates only the throughput key
@@ -72,17 +80,35 @@ bench-throughput: $(STAMP)
 
 NAMESPACE ?= ml-training
 KINDS ?= PyTorchJob
-GROUP ?= jobsync
 
-## The Kubernetes RBAC for a deployment: make rbac NAMESPACE=... KINDS=... [WATCH=1] [NOTIFIER=1] | kubectl apply -f -
-rbac: $(STAMP)
-	@PYTHONPATH=layers/jobsync:cli $(BIN)/python -m jobsync_cli rbac --namespace $(NAMESPACE) --kinds $(KINDS) --group $(GROUP) $(if $(WATCH),--watch) $(if $(NOTIFIER),--notifier)
+E2E_BIN := $(or $(JOBSYNC_E2E_BIN),$(HOME)/.cache/jobsync-e2e/bin)
+HELM := $(E2E_BIN)/helm
+## The cluster side, charts/jobsync: build the pinned helm (e2e/cluster/build.sh helm: Go 1.26), lint the chart,
+## render it with each charts/jobsync/ci/*-values.yaml into build/chart/ and validate that against the API schemas
+## of KUBE_RELEASES (tools/kubeschema.py). make test compares what it renders with what the code calls
+## (tests/integration/test_chart.py, test_rbac.py); make e2e installs it.
+KUBE_RELEASES ?= v1.30.14 v1.34.4 v1.37.2
+chart: $(STAMP)
+	e2e/cluster/build.sh helm
+	for values in charts/jobsync/ci/*-values.yaml; do $(HELM) lint --strict charts/jobsync -f $$values || exit 1; done
+	mkdir -p build/chart
+	for values in charts/jobsync/ci/*-values.yaml; do \
+	  $(HELM) template jobsync charts/jobsync -n $(NAMESPACE) --kube-version v1.34.4 -f $$values \
+	    > build/chart/$$(basename $$values -values.yaml).yaml || exit 1; \
+	done
+	$(BIN)/python tools/kubeschema.py $(KUBE_RELEASES) -- build/chart/*.yaml
+
+## Rewrite what is generated from its source of truth (charts/jobsync/files/kinds.yaml, the docs' tables);
+## make test fails when one drifts (tests/unit/test_generated.py).
+generated: $(STAMP) $(SCAN_VENV)/.installed
+	PYTHONPATH=layers/jobsync:cli:notifier:. $(BIN)/python -m tools.generated
 
 ## pip install . into a fresh virtual environment, then run its jobsync command.
 package-check:
 	rm -rf build/package-check && $(PYTHON) -m venv build/package-check
 	build/package-check/bin/python -m pip install --quiet .
 	build/package-check/bin/jobsync evaluate events/evaluate-pytorchjob-succeeded-index5.json
+	build/package-check/bin/jobsync preflight --help > /dev/null
 	rm -rf build/package-check layers/jobsync/*.egg-info cli/*.egg-info
 
 $(SAM_VENV)/bin/sam:
@@ -97,6 +123,11 @@ validate: $(SAM_VENV)/bin/sam
 
 build: $(SAM_VENV)/bin/sam
 	PATH=$(abspath $(SAM_VENV))/bin:$$PATH $(SAM_VENV)/bin/sam build --template template.yaml
+
+## The functions as AWS runs them: a Docker daemon (started and stopped again when none answers), the Lambda
+## image built from pinned parts (lambda_runtime/), sam build, then every sample event through sam local.
+sam-local: $(STAMP) $(SAM_VENV)/bin/sam
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime check -q
 
 # The scanners, each in a folder of its own, pinned: requirements-scan.txt and the npm lock.
 $(SCAN_VENV)/.installed: requirements-scan.txt
@@ -126,7 +157,8 @@ scan: $(SCAN_VENV)/.installed $(ASL_DIR)/node_modules/.installed
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(ASL_DIR)/node_modules .aws-sam build/scan .pytest_cache .ruff_cache .hypothesis
 
-## End-to-end tier: real etcd, kube-apiserver, controller-manager, scheduler, kwok and training-operator (e2e/README.md).
+## End-to-end tier: real etcd, kube-apiserver, controller-manager, scheduler, kwok and training-operator, and Kueue,
+## JobSet and Trainer v2 for the tests that need them (e2e/README.md).
 .PHONY: e2e-build cluster e2e
 
 ## Build the e2e binaries into $JOBSYNC_E2E_BIN (default ~/.cache/jobsync-e2e/bin); quick when nothing changed.
@@ -139,5 +171,8 @@ cluster: $(STAMP) e2e-build
 
 ## Build, then run the e2e tests (make test does not collect them: testpaths is tests/).
 ## JOBSYNC_E2E_REQUIRED=1 (set by .ci/run): missing binaries fail the run instead of skipping it.
-e2e: $(STAMP) e2e-build
-	PYTHONPATH=layers/jobsync:. $(BIN)/python -m pytest -m e2e e2e/tests
+## The Lambdas run in-process and, where a Docker daemon can be had (python -m lambda_runtime run), also in the
+## Lambda runtime through sam local start-lambda; without one those tests skip.
+e2e: $(STAMP) $(SAM_VENV)/bin/sam e2e-build
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run --if-available -- \
+	  $(BIN)/python -m pytest -m e2e e2e/tests

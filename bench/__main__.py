@@ -2,12 +2,15 @@
 
     python -m bench [--jobs N] [--seed S] [--quick] [--sweep] [--no-write]
     python -m bench --throughput [--throughput-max N] [--no-write]
+    python -m bench --container [--no-write]     (under python -m lambda_runtime run: make bench-container)
 
 Prints the tables, and writes bench/results.json, docs/performance.md and
 docs/performance.png (unless --no-write). --throughput measures only the
 throughput of RunJobs in the local run (bench/throughput.py) and updates the
 ``throughput`` key of bench/results.json and the docs/performance.md rendered
-from it, leaving every other key as it was.
+from it, leaving every other key as it was; --container likewise measures only
+the cold start of each function in the Lambda runtime (bench/container.py, key
+``container_cold_start``).
 """
 
 from __future__ import annotations
@@ -158,6 +161,23 @@ def throughput_main(
     return 1 if failed else 0
 
 
+def container_main(write: bool = True, progress: Any = print, results_path: Path = RESULTS) -> int:
+    """Measure each function's cold start in the container; update ``container_cold_start`` and the page."""
+    from bench import container
+
+    measured = container.measure(progress=progress)
+    measured["machine"] = report.machine()
+    results = read_results(results_path)
+    results["container_cold_start"] = measured
+    print("\n".join(container.section(results)))
+    if write:
+        results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        if "meta" in results:
+            MARKDOWN.write_text(report.markdown(results, PLOT.name))
+        progress(f"wrote {results_path.name}" + (f" and {MARKDOWN.name}" if "meta" in results else ""))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, help=f"simulated jobs (default {Config.jobs})")
@@ -181,6 +201,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the largest run of --throughput (default {THROUGHPUT_MAX}; 1000 adds the 1,000-job runs, tens of "
         "minutes each)",
     )
+    parser.add_argument(
+        "--container",
+        action="store_true",
+        help="only each function's cold start in the Lambda runtime (sam local start-lambda; needs Docker)",
+    )
     args = parser.parse_args(argv)
     if args.throughput_max < 1:
         parser.error(f"--throughput-max must be >= 1, got {args.throughput_max}")
@@ -190,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.throughput:
         return throughput_main(args.throughput_max, write=not args.no_write, progress=progress)
+    if args.container:
+        return container_main(write=not args.no_write, progress=progress)
 
     config = QUICK if args.quick else Config()
     config = replace(config, seed=args.seed)
@@ -209,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.no_write:
         previous = read_results()
-        if "throughput" in previous:  # measured by --throughput only: kept across a full run
-            results["throughput"] = previous["throughput"]
+        for key in ("throughput", "container_cold_start"):  # measured by --throughput, --container only: kept
+            if key in previous:
+                results[key] = previous[key]
         RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
         MARKDOWN.parent.mkdir(exist_ok=True)
         report.write(results, MARKDOWN, PLOT, progress)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import container
 from bench.tables import _table, class_table, lambda_table, policies, policy_table, targets_table
 from bench.targets import (
     GB_HOUR_USD,
@@ -204,6 +205,7 @@ def markdown(results: dict[str, Any], png_name: str) -> str:
         "with the handler in the same fresh process. Import times are `python -c` in fresh processes, "
         "interleaved, after one warm-up of each.",
         "",
+        *container.section(results),
         "## Cost model",
         "",
         "State transitions and history events come from walking `statemachine/run_job.asl.json` (and a "

@@ -72,6 +72,8 @@ COMPONENTS: dict[str, tuple[str, str]] = {
     "kube-scheduler": ("kubernetes", "k8s.io/kubernetes"),
     "kwok": ("kwok", "sigs.k8s.io/kwok"),
     "training-operator": ("training-operator", "github.com/kubeflow/training-operator"),
+    # Not a component of the control plane: what installs the chart on it (e2e/helm.py).
+    "helm": ("helm", "helm.sh/helm/v3"),
 }
 
 
@@ -436,6 +438,29 @@ class ControlPlane:
             parts.append(f"----- {log.name} (last {len(tail)} lines) -----\n" + "\n".join(tail))
         return "\n".join(parts)
 
+    # ---------------------------------------------------------------- for more controllers (e2e/controllers.py)
+
+    @property
+    def serving_files(self) -> tuple[Path, Path]:
+        """The serving certificate and key (they cover 127.0.0.1), for a controller's webhook server."""
+        assert self._pki is not None, "start() first"
+        return self._pki.serving_cert, self._pki.serving_key
+
+    def launch(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Run one more component, stopped with the others; its log is ``logs/<name>.log``."""
+        self._launch(name, argv, env)
+
+    def stop_component(self, name: str) -> None:
+        proc = self._procs.get(name)
+        if proc is not None:
+            proc.stop()
+
+    def wait_until(
+        self, what: str, check: Callable[[], bool], proc: str | None = None, timeout: float | None = None
+    ) -> None:
+        """Poll ``check`` until it is true; fails naming ``what`` (and ``proc``, if that component exits)."""
+        self._wait(what, check, proc, timeout)
+
     # ---------------------------------------------------------------- start and stop
 
     def __enter__(self) -> ControlPlane:
@@ -654,6 +679,10 @@ class ControlPlane:
                 f"--config={kwok_config}",
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                # Heartbeats by node Lease, as a kubelet sends them (40 s, renewed well within): without them
+                # kwok posts node status about once a minute, past the node lifecycle controller's grace, which
+                # then marks every pod on the node not ready (a Deployment's replicas unavailable).
+                "--node-lease-duration-seconds=40",
                 f"--cidr={POD_CIDR}",
                 "--node-ip=127.0.0.1",
                 f"--node-port={port}",

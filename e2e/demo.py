@@ -3,26 +3,32 @@
     python -m e2e.demo [--scenario success|failure|restarting|image-pull-backoff|timeout|operator-down]
                        [--input events/run-job-input.json] [--namespace ml-training] [--kinds PyTorchJob]
 
-Starts the control plane (e2e/controlplane.py), applies the Role ``jobsync rbac`` renders for the namespace and
-kinds, writes the jobsync-lambda kubeconfig, turns the scenario into kwok annotations on the input's pod
+Starts the control plane (e2e/controlplane.py), installs the chart (charts/jobsync) with the real helm for the
+namespace and kinds, writes the jobsync-lambda kubeconfig, turns the scenario into kwok annotations on the input's pod
 templates, and runs ``python -m harness.demo --kubeconfig`` on the wall clock with small waits. It prints the
 same lines as ``make demo``. The demo's input is the PyTorchJob of events/run-job-input.json; with another
 ``--kinds`` give an ``--input`` of that kind.
+
+Where a Docker daemon with the Lambda image and a ``sam build`` answers (``make demo CLUSTER=local-real``
+prepares them when it can), the state machine invokes the functions of the build through ``sam local
+start-lambda`` (lambda_runtime/); otherwise, or with ``--lambdas in-process``, the handlers run in-process.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from e2e.controlplane import ControlPlane, missing_binaries
-from e2e.tests.runs import FAST, apply_role, pod_annotations, with_pods
+from e2e.tests.runs import FAST, install_chart, pod_annotations, with_pods
 from harness import demo
 
 #: What kwok makes of each demo scenario's pods, and what the input asks (restarting: see below).
@@ -54,12 +60,42 @@ def _heal_after_restart(cp: ControlPlane, namespace: str, done: threading.Event)
                 return
 
 
+def _in_containers(cp: ControlPlane) -> Any:
+    """The run's functions served by sam local start-lambda, if a daemon with the image answers; else None."""
+    from lambda_runtime import relay
+    from lambda_runtime.remote import containerised, ready
+
+    daemon, missing = ready()
+    if daemon is None:
+        print(f"the functions run in-process: {missing}", file=sys.stderr)
+        return None
+    print(f"the functions run in the Lambda runtime: sam local start-lambda on {daemon.host}", file=sys.stderr)
+
+    @contextlib.contextmanager
+    def around(local: Any) -> Iterator[None]:
+        gateway = relay.gateway(daemon)
+        proxy = relay.KubeProxy(gateway, cp.server, str(cp.ca_file), cp.jobsync_token)
+        try:
+            with containerised(local, daemon, gateway, proxy.url, log=cp.logs_dir / "sam-local.log"):
+                yield
+        finally:
+            proxy.close()
+
+    return around
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m e2e.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="success")
     parser.add_argument("--input", default="events/run-job-input.json")
     parser.add_argument("--namespace", default="ml-training")
     parser.add_argument("--kinds", default="PyTorchJob")
+    parser.add_argument(
+        "--lambdas",
+        choices=["containers", "in-process"],
+        default="containers",
+        help="where the functions run (containers: sam local start-lambda, when Docker and the image are there)",
+    )
     parser.add_argument("--verdict-file", default=None, help="write the verdict here as one line (make demo)")
     args = parser.parse_args(argv)
     missing = missing_binaries()
@@ -76,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"control plane up in {cp.startup_seconds}s: {cp.versions_line()}", file=sys.stderr)
         if args.namespace != "ml-training":
             cp.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": args.namespace}}])
-        apply_role(cp, args.kinds, namespace=args.namespace)
+        install_chart(cp, args.kinds, namespace=args.namespace)
         kubeconfig = cp.write_kubeconfig("jobsync")
         input_file = Path(tmp) / "input.json"
         input_file.write_text(json.dumps(execution_input))
@@ -87,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         if scenario.get("operator") is False:
             cp.stop_operator()
         try:
-            verdict = ["--verdict-file", args.verdict_file] if args.verdict_file else []
-            return demo.main(
-                ["--scenario", args.scenario, "--input", str(input_file), "--kubeconfig", str(kubeconfig), *verdict]
-            )
+            argv_demo = ["--scenario", args.scenario, "--input", str(input_file), "--kubeconfig", str(kubeconfig)]
+            argv_demo += ["--kinds", args.kinds]  # what the chart installed allows
+            argv_demo += ["--verdict-file", args.verdict_file] if args.verdict_file else []
+            return demo.main(argv_demo, around=_in_containers(cp) if args.lambdas == "containers" else None)
         finally:
             done.set()
 

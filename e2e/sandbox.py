@@ -9,6 +9,11 @@ fixed path (the folder is made, empty, on the host when it is missing).
 
 Started by the launcher as ``unshare --net --mount --fork --kill-child python -m e2e.sandbox ...``; it is
 test tooling and needs root (which is what ``unshare`` needs too).
+
+Without ``--unix`` it keeps the host's network and only mounts (``unshare --mount``): ``--bind SRC:TARGET``
+puts a folder of ours over a fixed path a program reads (Kueue's metrics certificate in
+``/etc/kueue/metrics/certs``). A target that does not exist is made inside an overlay of its nearest existing
+folder, whose changes go to a scratch folder of ours: the host's ``/etc`` is never written.
 """
 
 from __future__ import annotations
@@ -74,6 +79,29 @@ def _bind_mount(source: str, target: str) -> None:
         raise OSError(err, f"mount --bind {source} {target}: {os.strerror(err)}")
 
 
+def _overlay(folder: str, scratch: str) -> None:
+    """Mount an overlay on ``folder`` whose writes land in ``scratch`` (this mount namespace only)."""
+    upper, work = os.path.join(scratch, "upper"), os.path.join(scratch, "work")
+    os.makedirs(upper, exist_ok=True)
+    os.makedirs(work, exist_ok=True)
+    options = f"lowerdir={folder},upperdir={upper},workdir={work}".encode()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"overlay", folder.encode(), b"overlay", 0, options) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount -t overlay on {folder}: {os.strerror(err)}")
+
+
+def _bind_over(source: str, target: str, scratch: str) -> None:
+    """Bind ``source`` over ``target``, making ``target`` inside an overlay when it does not exist."""
+    if not os.path.isdir(target):
+        existing = target
+        while not os.path.isdir(existing):
+            existing = os.path.dirname(existing)
+        _overlay(existing, os.path.join(scratch, existing.strip("/").replace("/", "_") or "root"))
+        os.makedirs(target, exist_ok=True)
+    _bind_mount(source, target)
+
+
 def _serve(listener: socket.socket, unix_path: str) -> None:
     while True:
         conn, _ = listener.accept()
@@ -89,22 +117,28 @@ def _serve(listener: socket.socket, unix_path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--unix", required=True, help="Unix socket the launcher forwards to the API server")
-    parser.add_argument("--port", type=int, required=True, help="port on this namespace's 127.0.0.1 to serve")
-    parser.add_argument("--certs", required=True, help=f"folder to mount over {WEBHOOK_DIR}")
+    parser.add_argument("--unix", help="Unix socket the launcher forwards to the API server (own network)")
+    parser.add_argument("--port", type=int, help="port on this namespace's 127.0.0.1 to serve (with --unix)")
+    parser.add_argument("--certs", help=f"folder to mount over {WEBHOOK_DIR} (with --unix)")
+    parser.add_argument("--bind", action="append", default=[], help="SRC:TARGET, a folder to mount over a path")
+    parser.add_argument("--scratch", help="folder for the overlays a --bind target needs")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
 
-    _loopback_up()
-    os.makedirs(WEBHOOK_DIR, exist_ok=True)
-    _bind_mount(args.certs, WEBHOOK_DIR)
+    for pair in args.bind:
+        source, _, target = pair.partition(":")
+        _bind_over(source, target, args.scratch or os.path.join(source, ".scratch"))
+    if args.unix:
+        _loopback_up()
+        os.makedirs(WEBHOOK_DIR, exist_ok=True)
+        _bind_mount(args.certs, WEBHOOK_DIR)
 
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", args.port))
-    listener.listen(64)
-    threading.Thread(target=_serve, args=(listener, args.unix), daemon=True).start()
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", args.port))
+        listener.listen(64)
+        threading.Thread(target=_serve, args=(listener, args.unix), daemon=True).start()
 
     child = subprocess.Popen(command, preexec_fn=die_with_parent)
     for signum in (signal.SIGTERM, signal.SIGINT):

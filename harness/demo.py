@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager as ContextManager
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +137,8 @@ def verdict(result: RunResult, code: int) -> str:
     return f"the story ended {result.status}: {result.error}" + (f": {why}" if why else "") + f" (exit {code})"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, around: Callable[[LocalJobsync], ContextManager[Any]] | None = None) -> int:
+    """``around``: entered with the started LocalJobsync, for the run (e2e.demo: the functions in containers)."""
     parser = argparse.ArgumentParser(prog="python -m harness.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="success")
     parser.add_argument("--input", default="events/run-job-input.json", help="the execution input (JSON)")
@@ -189,15 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     several = isinstance(execution_input, dict) and "jobs" in execution_input
     with tempfile.TemporaryDirectory(prefix="jobsync-demo-") as tmp:
         log = Path(tmp) / "notifier.log"
-        with LocalJobsync(
-            scenario["sim"],
-            scenario["timings"],
-            env=env,
-            kubeconfig=kubeconfig,
-            execution_events=several,
-            notifier_log=log,
-            notifier_env=NOTIFIER_ENV,
-        ) as local:
+        with (
+            LocalJobsync(
+                scenario["sim"],
+                scenario["timings"],
+                env=env,
+                kubeconfig=kubeconfig,
+                execution_events=several,
+                notifier_log=log,
+                notifier_env=NOTIFIER_ENV,
+            ) as local,
+            around(local) if around else contextlib.nullcontext(),
+        ):
             # The story's clock against the wall's, so the notifier's log lines (wall time) find their place.
             samples: list[tuple[float, float]] = [(time.time(), local.clock.now())]
             local.clock.on_advance(lambda now: samples.append((time.time(), now)))

@@ -1,7 +1,7 @@
 """The notifier as the separate process it is when deployed: ``python -m jobsync_notifier``.
 
 ``NotifierProcess`` starts it with the environment the Deployment gives it
-(``jobsync_notifier.deploy.deployment``), except for where the cluster is (the
+(the chart's, ``deployed_env``), except for where the cluster is (the
 local API's URL, or a kubeconfig, instead of the in-cluster service account)
 and where AWS is (an endpoint served from this process's moto backends,
 ``harness.aws_server``, with fake credentials). It waits for ``/readyz`` (every
@@ -53,13 +53,18 @@ def free_port() -> int:
 
 
 def deployed_env(namespace: str, kinds: str, event_bus: str, region: str) -> dict[str, str]:
-    """The container environment of the notifier's Deployment (notifier/jobsync_notifier/deploy.py)."""
+    """The container environment the chart gives the notifier's Deployment (charts/jobsync), less where the
+    cluster is and the health port, which the run sets itself; tests/integration/test_chart.py compares."""
     from jobsync.settings import parse_allowed_kinds
-    from jobsync_notifier.deploy import deployment
 
-    rendered = deployment(namespace, parse_allowed_kinds(kinds), "local", event_bus, region)
-    container = rendered["spec"]["template"]["spec"]["containers"][0]
-    return {item["name"]: item["value"] for item in container["env"]}
+    return {
+        "JOBSYNC_NAMESPACE": namespace,
+        "JOBSYNC_ALLOWED_KINDS": ",".join(f"{k.api_version}/{k.kind}" for k in parse_allowed_kinds(kinds)),
+        "JOBSYNC_EVENT_BUS_NAME": event_bus,
+        "AWS_REGION": region,
+        "POWERTOOLS_SERVICE_NAME": "jobsync-notifier",
+        "POWERTOOLS_LOG_LEVEL": "INFO",
+    }
 
 
 def _die_with_parent() -> None:

@@ -1,7 +1,8 @@
-"""jobsync's terminal client: ``jobsync evaluate``, ``rbac``, ``run``, ``status``, ``list``.
+"""jobsync's terminal client: ``jobsync evaluate``, ``preflight``, ``run``, ``status``, ``list``.
 
 It ships with ``pip install .`` beside the library, never in the Lambda layer:
 ``main`` (the parser and the commands), ``follow`` (starting and following an
 execution from its history), ``input_file`` (a JSON or YAML document read
-within the bounds an execution accepts).
+within the bounds an execution accepts), ``preflight`` (a deployment's
+prerequisites checked, each with the command that fixes it).
 """

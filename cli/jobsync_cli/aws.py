@@ -39,10 +39,10 @@ def region_of(arn: str) -> str | None:
 
 
 def client(service: str, region: str | None) -> Any:
-    import boto3  # only these commands need it
+    from jobsync import aws  # only these commands need boto3
 
     try:
-        return boto3.client(service, region_name=region)
+        return aws.client(service, region_name=region)
     except Exception as err:  # NoRegionError, a broken profile, ...
         raise aws_error(err, f"cannot make a {service} client") from None
 

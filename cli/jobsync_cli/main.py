@@ -2,9 +2,6 @@
 
 Each command lives in a module of its own and is registered here in one line.
 
-``rbac`` prints the Kubernetes Role and RoleBinding a deployment needs
-(``jobsync.rbac``), for its namespace, kinds and completion mode.
-
 ``evaluate FILE`` (``-`` for stdin) reads one object as JSON or YAML, in
 any form the Lambda accepts (the object, ``{"object": ...}``, an
 ``eks:call`` response), and prints its evaluation as one JSON line; a
@@ -131,22 +128,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return code
 
 
-def _cmd_rbac(args: argparse.Namespace) -> int:
-    from jobsync import rbac  # only this command needs it
-    from jobsync.settings import parse_allowed_kinds
-
-    try:
-        kinds = parse_allowed_kinds(args.kinds, source="--kinds")
-    except ValueError as err:
-        print(json.dumps({"error": "bad --kinds", "detail": str(err)}), file=sys.stderr)
-        return EXIT_BAD_INPUT
-    docs = rbac.lambdas(args.namespace, kinds, args.group, watch=args.watch)
-    if args.notifier:
-        docs += rbac.notifier(args.namespace, kinds)
-    print(yaml.safe_dump_all(docs, sort_keys=False), end="")
-    return EXIT_OK
-
-
 def version() -> str:
     """The installed distribution's version (``pip install .``), else the source tree's (its pyproject.toml)."""
     from importlib import metadata
@@ -180,17 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate_cmd.add_argument("file", metavar="FILE", help="the object, an eks:call response, or - for stdin")
     evaluate_cmd.set_defaults(func=_cmd_evaluate)
 
-    rbac_cmd = commands.add_parser(
-        "rbac",
-        help="print the Kubernetes RBAC of a deployment as YAML (kubectl apply -f -)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    rbac_cmd.add_argument("--namespace", default="ml-training", help="the stack's Namespace")
-    rbac_cmd.add_argument("--kinds", default="PyTorchJob", help="the stack's AllowedKinds")
-    rbac_cmd.add_argument("--group", default="jobsync", help="the Kubernetes group of the EKS access entry")
-    rbac_cmd.add_argument("--watch", action="store_true", help="the stack runs in watch mode (WatchSeconds > 0)")
-    rbac_cmd.add_argument("--notifier", action="store_true", help="also the notifier's ServiceAccount and Role")
-    rbac_cmd.set_defaults(func=_cmd_rbac)
+    try:  # preflight lives beside the library (cli/), which the Lambda layer does not ship
+        from jobsync_cli.preflight import command as preflight
+    except ImportError:
+        preflight = None  # type: ignore[assignment]
+    if preflight is not None:
+        preflight.add_command(commands)
 
     from jobsync_cli import follow, logs, stop, submit, wait  # each command's module registers it, one line each
 

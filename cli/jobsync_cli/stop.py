@@ -114,10 +114,10 @@ def _records(stack: str, region: str | None) -> Any:
 
 
 def _resource(service: str, region: str | None) -> Any:
-    import boto3
+    from jobsync import aws  # bounded in seconds, as every client of jobsync's
 
     try:
-        return boto3.resource(service, region_name=region)
+        return aws.resource(service, region_name=region)
     except Exception as err:
         raise aws_error(err, f"cannot make a {service} client") from None
 

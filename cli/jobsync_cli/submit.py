@@ -6,7 +6,8 @@ rendered with its parameters, the kind allowed, the Pod Security checks, the
 name and labels) under the deployment's settings (its stack's parameters, or
 ``--namespace``/``--kinds``/...), and the manifest is printed as YAML, ready
 for ``kubectl apply --dry-run=server -f -``: a comment block above it lists
-the checks it passed and the RBAC the Lambdas need for it. The job's name ends
+the checks it passed and the grants the functions need for it (the chart's
+Roles grant them, ``jobsync preflight`` checks them: ``jobsync_cli.preflight.grants``). The job's name ends
 in a hash of the execution's ARN: with ``--name`` and the stack (or the state
 machine) it is the very name a run of that name gets; otherwise an example.
 Without ``--dry-run`` the run is started and its ARN printed (``run --no-follow``).
@@ -35,6 +36,7 @@ STACK_SETTINGS = {
     "TemplateBucket": "JOBSYNC_TEMPLATE_BUCKET",
     "TemplatePrefix": "JOBSYNC_TEMPLATE_PREFIX",
     "AllowPrivilegedPods": "JOBSYNC_ALLOW_PRIVILEGED_PODS",
+    "CompletionMode": "JOBSYNC_COMPLETION_MODE",  # the grants: watch mode also watches the job
 }
 EXAMPLE_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:jobsync-run-job"
 
@@ -72,7 +74,6 @@ def the_execution(args: argparse.Namespace) -> tuple[str, bool]:
 
 def render(args: argparse.Namespace) -> str:
     """The YAML the dry run prints: the checks in comments, then the manifest."""
-    from jobsync import rbac
     from jobsync.run.inputs import SubmitRequest, parse
     from jobsync.run.submit import plan
 
@@ -101,8 +102,9 @@ def render(args: argparse.Namespace) -> str:
         checks.append(
             f"template {planned.template} rendered (parameters: {names}), under the allowed bucket and prefix"
         )
-    kinds_flag = f"{planned.spec.api_version}/{planned.spec.kind}"
-    rules = rbac.lambda_role(settings.namespace, [planned.spec])["rules"]
+    from jobsync_cli.preflight import grants
+
+    needed = grants.functions([planned.spec], settings.completion_mode)
     lines = [
         "# jobsync submit --dry-run: the job Submit would create; nothing was created.",
         f"# execution: {arn}",
@@ -111,8 +113,8 @@ def render(args: argparse.Namespace) -> str:
         *(f"#   {check}" for check in checks),
         "# the API server validates the rest against the kind's schema when Submit creates it (Strict):",
         "#   jobsync submit ... --dry-run | kubectl apply --dry-run=server -f -",
-        f"# the RBAC the Lambdas need (jobsync rbac --namespace {settings.namespace} --kinds {kinds_flag}):",
-        *(f"#   {', '.join(r['verbs'])} {', '.join(r['resources'])}" for r in rules),
+        f"# the RBAC the functions need in {settings.namespace} (the chart grants it; jobsync preflight checks it):",
+        *(f"#   {grant}: {grant.used_by}" for grant in needed),
     ]
     return "\n".join(lines) + "\n" + yaml.safe_dump(planned.obj, sort_keys=False)
 

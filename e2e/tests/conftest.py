@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from e2e import controllers
 from e2e.controlplane import ControlPlane, default_bin_dir, missing_binaries, pinned_versions
+from lambda_runtime.daemon import Daemon
+from lambda_runtime.remote import ready as lambda_runtime_ready
 
 HERE = Path(__file__).resolve().parent
 
@@ -23,8 +26,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    pinned = pinned_versions()
-    missing = missing_binaries()
+    pinned = pinned_versions() | controllers.pinned_versions()
+    missing = missing_binaries() + controllers.missing()
     where = f"binaries: {default_bin_dir()}" + (f" (missing: {', '.join(missing)})" if missing else "")
     return "e2e pinned: " + ", ".join(f"{name} {version}" for name, version in pinned.items()) + f"; {where}"
 
@@ -76,3 +79,18 @@ def jobsync_api(control_plane: ControlPlane) -> Iterator[client.ApiClient]:
     api = _api_client(control_plane, "jobsync")
     yield api
     api.close()
+
+
+@pytest.fixture(scope="session")
+def lambda_containers() -> Daemon:
+    """The Docker daemon with the Lambda image and a sam build: the tests that run the functions in containers.
+
+    Missing, they skip and say how to get them; under ``make e2e`` on a machine where the daemon can be had
+    (JOBSYNC_SAM_LOCAL_REQUIRED, set by python -m lambda_runtime run) they fail instead.
+    """
+    daemon, missing = lambda_runtime_ready()
+    if daemon is None:
+        if os.environ.get("JOBSYNC_SAM_LOCAL_REQUIRED"):
+            pytest.fail(f"JOBSYNC_SAM_LOCAL_REQUIRED is set but {missing}")
+        pytest.skip(f"{missing}: run `make e2e` (it starts a Docker daemon, builds the image, runs sam build)")
+    return daemon

@@ -3,8 +3,8 @@
 ``jobsync_run`` is ``harness.local.LocalJobsync`` in kubeconfig mode: moto's interpreter runs
 statemachine/run_job.asl.json on the wall clock, its Lambda tasks call functions/*/app.py in this process, and
 those authenticate to the e2e API server as ``jobsync-lambda`` (group ``jobsync``), whose only permissions are
-the Role ``jobsync rbac`` renders for the deployment (``apply_role``). The waits are the template's bounds
-lowered through the environment (``FAST``), not the code changed.
+the Role the chart (charts/jobsync) installs for the deployment, with the real helm (``install_chart``). The
+waits are the template's bounds lowered through the environment (``FAST``), not the code changed.
 """
 
 from __future__ import annotations
@@ -13,14 +13,17 @@ import contextlib
 import copy
 import functools
 import json
+import os
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client
 
+from e2e import controllers, helm
 from e2e.controlplane import (
     EXIT_CODE_ANNOTATION,
     JOB_NAMESPACE,
@@ -30,11 +33,14 @@ from e2e.controlplane import (
     ControlPlane,
 )
 from e2e.tests.jobs import REPO, wait_for
-from harness.local import LocalJobsync, RunResult
-from jobsync import rbac
+from harness.local import EVENT_BUS, LocalJobsync, RunResult
 from jobsync.evaluation.kinds import KindSpec
 from jobsync.run.manifests import EXECUTION_LABEL, execution_label, job_name
 from jobsync.settings import parse_allowed_kinds
+from jobsync_cli.preflight import grants
+from lambda_runtime import relay
+from lambda_runtime.daemon import Daemon
+from lambda_runtime.remote import containerised
 
 #: The template's wait bounds and graces, lowered so that a scenario takes seconds on the wall clock.
 FAST: dict[str, str] = {
@@ -51,6 +57,7 @@ FAST: dict[str, str] = {
 }
 
 RUN_INPUT = REPO / "events" / "run-job-input.json"
+NOTIFIER = "jobsync-notifier"
 SMALL = {"requests": {"cpu": "100m", "memory": "128Mi"}}
 
 
@@ -115,7 +122,51 @@ def pytorch_input(
     return run_input(with_pods(job, annotations or pod_annotations(), restart_policy, replicas), **fields)
 
 
-# ---------------------------------------------------------------- the deployment's RBAC
+def need_controllers() -> None:
+    """Skip (fail, under JOBSYNC_E2E_REQUIRED) when Kueue, JobSet or Trainer's binaries or manifests are missing."""
+    absent = controllers.missing()
+    if absent and os.environ.get("JOBSYNC_E2E_REQUIRED"):
+        pytest.fail(f"JOBSYNC_E2E_REQUIRED is set but these are missing: {', '.join(absent)}")
+    if absent:
+        pytest.skip(f"missing {', '.join(absent)}: run make e2e-build")
+
+
+# ---------------------------------------------------------------- the deployment's cluster side: the chart
+
+#: The notifier image the chart's Deployment names: kwok plays its pod, the notifier itself runs as a process.
+NOTIFIER_IMAGE = "registry.e2e.invalid/jobsync-notifier"
+
+
+def chart_values(kinds: str = "PyTorchJob", mode: str = "poll") -> dict[str, Any]:
+    """The chart's values for a stack with these AllowedKinds and CompletionMode, as docs/deployment.md sets them."""
+    values: dict[str, Any] = {"allowedKinds": kinds, "completionMode": mode, "kubernetesGroup": JOBSYNC_GROUP}
+    if mode == "callback":
+        # kwok plays the Deployment's pod: running until it is deleted, as a notifier runs.
+        notifier = {"image": {"repository": NOTIFIER_IMAGE}, "podAnnotations": {OUTCOME_ANNOTATION: "run-forever"}}
+        values |= {"eventBusName": EVENT_BUS, "region": "us-east-1", "notifier": notifier}
+    return values
+
+
+def install_chart(
+    cp: ControlPlane, kinds: str = "PyTorchJob", mode: str = "poll", namespace: str = JOB_NAMESPACE
+) -> Any:
+    """``helm upgrade --install jobsync charts/jobsync`` as the admin, as a platform team installs it; returns
+    the functions' Role as the API server now holds it, once the authorizer counts every rule of it."""
+    helm.install(cp.write_kubeconfig("admin"), chart_values(kinds, mode), namespace)
+    role = installed(cp, "roles", "jobsync", namespace)
+    for verb, group, resource in sorted(grants.of_role(role)):
+        # RBAC reaches the authorizer through an informer.
+        wait_for(f"jobsync may {verb} {resource}", functools.partial(can, cp, verb, group, resource, namespace), 10)
+    return role
+
+
+def installed(cp: ControlPlane, plural: str, name: str, namespace: str = JOB_NAMESPACE) -> Any:
+    """An object the chart installed, as the API server holds it (rbac roles, apps deployments, ...)."""
+    group = {"roles": "rbac.authorization.k8s.io/v1", "rolebindings": "rbac.authorization.k8s.io/v1"}.get(plural)
+    base = f"/apis/{group}" if group else "/apis/apps/v1" if plural == "deployments" else "/api/v1"
+    resp = cp.request("GET", f"{base}/namespaces/{namespace}/{plural}/{name}")
+    assert resp.status == 200, (plural, name, resp.body)
+    return resp.body
 
 
 def apply_role(
@@ -125,26 +176,26 @@ def apply_role(
     without: tuple[str, str] | None = None,
     namespace: str = JOB_NAMESPACE,
 ) -> dict[str, Any]:
-    """The Role ``jobsync rbac --kinds KINDS [--watch]`` renders, bound to group jobsync; waits until it counts.
+    """The chart installed for ``kinds`` in poll (or watch) mode; waits until its Role counts.
 
-    ``without=(resource, verb)`` takes one verb out of the rendered Role (the RBAC-denial test).
+    ``without=(resource, verb)`` then takes one verb out of the installed Role, as someone editing it by hand
+    would (the RBAC-denial test); the next install puts it back.
     """
-    docs = rbac.lambdas(namespace, parse_allowed_kinds(kinds), group=JOBSYNC_GROUP, watch=watch)
-    role = docs[0]
+    role = dict(install_chart(cp, kinds, "watch" if watch else "poll", namespace))
+    if not without:
+        return role
     denied: list[tuple[str, str, str]] = []
-    if without:
-        for rule in role["rules"]:
-            if without[0] in rule["resources"] and without[1] in rule["verbs"]:
-                rule["verbs"] = [v for v in rule["verbs"] if v != without[1]]
-                denied.append((without[1], rule["apiGroups"][0], without[0]))
-    cp.apply(docs)
-    granted = [(v, r["apiGroups"][0], res) for r in role["rules"] for res in r["resources"] for v in r["verbs"]]
-    # RBAC reaches the authorizer through an informer: wait until the Role counts as rendered.
-    for verb, group, resource in granted:
-        wait_for(f"jobsync may {verb} {resource}", functools.partial(can, cp, verb, group, resource, namespace), 10)
+    rules = []
+    for rule in role["rules"]:
+        if without[0] in rule["resources"] and without[1] in rule["verbs"]:
+            rule = {**rule, "verbs": [v for v in rule["verbs"] if v != without[1]]}
+            denied.append((without[1], rule["apiGroups"][0], without[0]))
+        rules.append(rule)
+    edited = {"apiVersion": role["apiVersion"], "kind": "Role", "metadata": {"name": "jobsync", "namespace": namespace}}
+    cp.apply([{**edited, "rules": rules}])
     for verb, group, resource in denied:
         wait_for(f"jobsync may not {verb} {resource}", lambda a=(verb, group, resource, namespace): not can(cp, *a), 10)
-    return role
+    return {**role, "rules": rules}
 
 
 def can(cp: ControlPlane, verb: str, group: str, resource: str, namespace: str = JOB_NAMESPACE) -> bool:
@@ -173,51 +224,76 @@ def jobsync_run(
     notifier: bool = False,
     notifier_env: Mapping[str, str] | None = None,
     template_dirs: tuple[Path, ...] = (),
+    containers: Daemon | None = None,
 ) -> Iterator[LocalJobsync]:
     """LocalJobsync against the e2e API server as jobsync-lambda, with the fast bounds.
 
     ``template_dirs``: folders whose *.yaml the template bucket serves too (``jobTemplate`` inputs).
+
+    With ``containers`` (a Docker daemon with the Lambda image, and ``sam build``'s output) the state machine's
+    tasks invoke the functions of the build through ``sam local start-lambda`` instead of importing them: the
+    containers reach the API server as jobsync-lambda through ``KubeProxy`` (url mode) and moto through a relay,
+    on the bridge's gateway (lambda_runtime/). SAM CLI's log is ``logs/sam-local.log`` in the control plane's folder.
 
     With ``notifier`` (callback mode) the notifier runs as a process, as its service account
     (``notifier_kubeconfig``), logging to ``logs/notifier.log`` in the control plane's folder.
     """
     kubeconfig = str(cp.write_kubeconfig("jobsync"))
     full_env = {**FAST, "JOBSYNC_NAMESPACE": JOB_NAMESPACE, "JOBSYNC_ALLOWED_KINDS": kinds, **(env or {})}
-    identity = str(notifier_kubeconfig(cp, kinds)) if notifier else None
+    identity, deployed = notifier_kubeconfig(cp, kinds) if notifier else (None, {})
+    # The notifier process gets the installed Deployment's settings; only where the cluster is, and its
+    # health port, are the run's own.
+    from_chart = {k: v for k, v in deployed.items() if k not in {"JOBSYNC_CLUSTER_MODE", "JOBSYNC_HEALTH_PORT"}}
     with LocalJobsync(
         env=full_env,
         kubeconfig=kubeconfig,
-        notifier=notifier,
-        notifier_kubeconfig=identity,
+        # In containers the notifier starts once they serve: its first events already invoke Resume.
+        notifier=notifier and containers is None,
+        notifier_kubeconfig=str(identity) if identity else None,
         notifier_log=cp.logs_dir / "notifier.log",
-        notifier_env=dict(notifier_env or {}),
+        notifier_env={**from_chart, **(notifier_env or {})},
         template_dirs=template_dirs,
     ) as local:
-        yield local
+        if containers is None:
+            yield local
+            return
+        gateway = relay.gateway(containers)
+        proxy = relay.KubeProxy(gateway, cp.server, str(cp.ca_file), cp.jobsync_token)
+        try:
+            with containerised(local, containers, gateway, proxy.url, log=cp.logs_dir / "sam-local.log"):
+                if notifier and local.env.get("JOBSYNC_COMPLETION_MODE") == "callback":
+                    local.start_notifier()
+                yield local
+        finally:
+            proxy.close()
 
 
-def notifier_kubeconfig(cp: ControlPlane, kinds: str = "PyTorchJob") -> Path:
-    """A kubeconfig for the notifier's ServiceAccount, with the Role ``jobsync rbac --notifier`` renders.
+def notifier_kubeconfig(cp: ControlPlane, kinds: str = "PyTorchJob") -> tuple[Path, dict[str, str]]:
+    """The chart installed in callback mode; a kubeconfig for its notifier's ServiceAccount, and the environment
+    its Deployment gives the notifier (as the API server holds it).
 
-    What the Deployment's pod would have: a token of ``jobsync-notifier`` (TokenRequest, as the kubelet
-    asks for a projected token), allowed list and watch on the kinds and nothing else. Waits until the
-    authorizer counts the Role.
+    What the Deployment's pod would have: a token of ``jobsync-notifier`` (TokenRequest, as the kubelet asks
+    for a projected token), allowed what the chart's notifier Role allows and nothing else. Waits until the
+    authorizer counts that Role.
     """
-    cp.apply(rbac.notifier(JOB_NAMESPACE, parse_allowed_kinds(kinds)))
-    account = f"/api/v1/namespaces/{JOB_NAMESPACE}/serviceaccounts/{rbac.NOTIFIER_NAME}/token"
+    install_chart(cp, kinds, "callback")
+    account = f"/api/v1/namespaces/{JOB_NAMESPACE}/serviceaccounts/{NOTIFIER}/token"
     request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
     resp = cp.request("POST", account, request)
     assert resp.status == 201, resp.body
-    user = f"system:serviceaccount:{JOB_NAMESPACE}:{rbac.NOTIFIER_NAME}"
+    user = f"system:serviceaccount:{JOB_NAMESPACE}:{NOTIFIER}"
     for spec in parse_allowed_kinds(kinds):
         for verb in ("list", "watch"):
             wait_for(f"the notifier may {verb} {spec.plural}", functools.partial(allowed, cp, user, verb, spec), 10)
     path = cp.write_kubeconfig("jobsync", path=cp.workdir / "notifier.kubeconfig")
     config = yaml.safe_load(path.read_text())
-    config["users"] = [{"name": rbac.NOTIFIER_NAME, "user": {"token": resp.body["status"]["token"]}}]
-    config["contexts"][0]["context"]["user"] = rbac.NOTIFIER_NAME
+    config["users"] = [{"name": NOTIFIER, "user": {"token": resp.body["status"]["token"]}}]
+    config["contexts"][0]["context"]["user"] = NOTIFIER
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
+    deployment = installed(cp, "deployments", NOTIFIER)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    return path, env
 
 
 def allowed(cp: ControlPlane, user: str, verb: str, spec: KindSpec) -> bool:

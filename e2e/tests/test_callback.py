@@ -2,11 +2,12 @@
 
 The state machine runs in moto's interpreter on the wall clock, its Lambdas as jobsync-lambda; the
 notifier (``python -m jobsync_notifier``, harness.notifier_process) watches the real API server as its
-own ServiceAccount with only the Role ``jobsync rbac --notifier`` renders, and puts its events over HTTP
-on the local bus, whose rule invokes the resume function. The real training-operator and kwok move the
-jobs. Covered: a job's end resumes the execution through the notifier's event; a notifier killed while
-the job ends, then restarted (its resync on start publishes the end), or left dead (the safety poll
-finds it); a job that ended before its token was stored (the Await's first look resumes at once).
+own ServiceAccount with only the Role the chart installs for it, configured as the chart's Deployment, and
+puts its events over HTTP on the local bus, whose rule invokes the resume function. The real
+training-operator and kwok move the jobs. Covered: a job's end resumes the execution through the
+notifier's event; a notifier killed while the job ends, then restarted (its resync on start publishes
+the end), or left dead (the safety poll finds it); a job that ended before its token was stored (the
+Await's first look resumes at once).
 """
 
 from __future__ import annotations

@@ -141,10 +141,11 @@ def test_watch_mode_across_an_api_server_restart_expires_and_still_succeeds(
         ready.set()
 
     chaos = in_background(restart_mid_watch)
-    # The job must outlive the restart (10-30 s on a loaded machine): ended before it, its last GET needs no
-    # watch. A deadline far off (not the tier's 120 s), so a slow machine cannot end the run at it, and the
-    # polls as it nears never hold a shortened watch.
-    execution_input = pytorch_input(pod_annotations(run_duration="60s"), timeoutSeconds=300)
+    # The job must outlive the restart (10-30 s on a loaded machine) and one whole watch after it (WatchSeconds,
+    # plus the retried Status's backoff): with 60 s, a 23 s restart on a machine at load 12 left no watch that
+    # ended without news before the job did. A deadline far off (not the tier's 120 s), so a slow machine
+    # cannot end the run at it, and the polls as it nears never hold a shortened watch.
+    execution_input = pytorch_input(pod_annotations(run_duration="90s"), timeoutSeconds=300)
     result = run(watching, execution_input, "watch-410", timeout_s=300)
     joined(chaos)
     began = result.polls[0].at if result.polls else 0.0

@@ -1,9 +1,11 @@
 """The `make demo` scenarios, played by the real training-operator and kwok instead of the simulator.
 
-Each test runs the real state machine (moto's interpreter, the real handlers in-process, the wall clock) as
-jobsync-lambda with only the Role ``jobsync rbac`` renders, and asserts the verdict, the Cause and what is
+Each test runs the real state machine (moto's interpreter, the wall clock) as
+jobsync-lambda with only the Role the chart installs, and asserts the verdict, the Cause and what is
 left in the cluster: the job kept or deleted as ``cleanup`` says, and after a delete its pods removed by the
-real garbage collector.
+real garbage collector. Every story
+runs twice: with the handlers in-process, and with the functions of the ``sam build`` artifact in the Lambda
+runtime (``sam local start-lambda``, lambda_runtime/), which skips without Docker.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from e2e.tests.jobs import condition, wait_for
 from e2e.tests.runs import (
     apply_role,
     condition_types,
+    custom_path,
     get_job,
     job_of,
     jobsync_run,
@@ -34,10 +37,15 @@ from harness.local import LocalJobsync
 PLURAL = "pytorchjobs"
 
 
-@pytest.fixture(scope="module")
-def local(control_plane: ControlPlane) -> Iterator[LocalJobsync]:
+@pytest.fixture(scope="module", params=["in-process", "containers"])
+def local(request: pytest.FixtureRequest, control_plane: ControlPlane) -> Iterator[LocalJobsync]:
+    containers = request.getfixturevalue("lambda_containers") if request.param == "containers" else None
     apply_role(control_plane, "PyTorchJob")
-    with jobsync_run(control_plane) as local:
+    # The two runs name their executions alike, so their jobs share names: the first run's go first.
+    control_plane.request("DELETE", custom_path(PLURAL))
+    left = lambda: control_plane.request("GET", custom_path(PLURAL)).body["items"]  # noqa: E731
+    wait_for("the earlier runs' jobs deleted", lambda: not left(), 60)
+    with jobsync_run(control_plane, containers=containers) as local:
         yield local
 
 

@@ -11,13 +11,14 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from e2e.controlplane import JOB_NAMESPACE, OUTCOME_ANNOTATION, RUN_DURATION_ANNOTATION, ControlPlane, pinned_versions
-from e2e.tests.jobs import GROUP, PLURAL, REPO, VERSION, condition, pytorchjob, run_pytorchjob, wait_for
+from e2e.tests.jobs import GROUP, PLURAL, VERSION, condition, pytorchjob, run_pytorchjob, wait_for
+from e2e.tests.runs import install_chart
 
 
 @pytest.fixture(scope="module")
 def rbac(control_plane: ControlPlane) -> None:
-    """The project's own Role and RoleBinding for group jobsync, applied from manifests/rbac.yaml."""
-    control_plane.apply(REPO / "manifests" / "rbac.yaml")
+    """The project's own Role and RoleBinding for group jobsync, installed by the chart with the real helm."""
+    install_chart(control_plane)
 
 
 def test_version_is_the_pinned_one(control_plane: ControlPlane, admin_api: client.ApiClient) -> None:

@@ -9,7 +9,8 @@ Input (any of):
   does not exist, phase NOT_FOUND and terminal; one item: it is evaluated).
 
 Output: ``Evaluation.to_dict()``: ``phase``, ``terminal``, ``reason``,
-``message``, ``since``, ``kind``.
+``message``, ``since``, ``kind``, and ``progress`` when the object reports
+it (JobSet and TrainJob job counts, Trainer v2's ``trainerStatus``).
 
 Errors: input that cannot be evaluated (not an object, no ``kind``, an
 unsupported kind, several items in a list) raises ``InvalidInput`` with a

@@ -146,7 +146,8 @@ class InProcessLambdas:
             try:
                 result = handler(event, context)
             except Exception as exc:  # what the Python runtime reports for an uncaught exception
-                error = runtime_error(exc, request_id)
+                # A handler that runs elsewhere (a container) raises with the payload its runtime returned.
+                error = getattr(exc, "lambda_error", None) or runtime_error(exc, request_id)
             else:
                 try:
                     payload = json.dumps(result)

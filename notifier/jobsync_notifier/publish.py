@@ -23,9 +23,9 @@ class EventBridgePublisher:
 
     def __init__(self, bus_name: str, client: Any = None, sleep: Any = time.sleep) -> None:
         if client is None:
-            import boto3
+            from jobsync import aws
 
-            client = boto3.client("events")
+            client = aws.client("events")
         self._bus = bus_name
         self._client = client
         self._sleep = sleep

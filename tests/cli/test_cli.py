@@ -113,7 +113,7 @@ def test_no_command_is_a_usage_error():
     )
 
     assert proc.returncode == 2
-    assert b"{evaluate,rbac,run,status,list,wait,logs,stop,submit}" in proc.stderr  # the usage lists every command
+    assert b"{evaluate,preflight,run,status,list,wait,logs,stop,submit}" in proc.stderr  # the usage lists every command
 
 
 def run_lines(*args: str, stdin: str | None = None) -> tuple[int, list[str], str]:
@@ -182,25 +182,6 @@ def test_an_empty_list_prints_nothing_and_says_so():
 
     assert (code, lines) == (0, [])
     assert "the list has no items" in stderr
-
-
-def test_rbac_kinds_are_matched_in_any_case():
-    expected = run_lines("rbac", "--kinds", "PyTorchJob,TFJob")
-
-    for spelling in ("pytorchjob,tfjob", "PYTORCHJOB,TfJob", "kubeflow.org/v1/pytorchjob,tfjob"):
-        assert run_lines("rbac", "--kinds", spelling) == expected
-    assert "pytorchjobs" in "\n".join(expected[1])
-
-
-def test_rbac_an_unknown_kind_names_the_flag_and_the_known_kinds():
-    code, lines, stderr = run_lines("rbac", "--kinds", "pytorchjob,sparkjob")
-
-    assert (code, lines) == (2, [])
-    error = json.loads(stderr)
-    assert error["error"] == "bad --kinds"
-    assert error["detail"].startswith("--kinds: unknown kind 'sparkjob'")
-    assert "PyTorchJob" in error["detail"]
-    assert "JOBSYNC_ALLOWED_KINDS" not in stderr and "Traceback" not in stderr
 
 
 def test_version_names_the_project_and_its_version():

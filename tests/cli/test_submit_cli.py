@@ -56,7 +56,20 @@ def test_a_dry_run_with_the_stack_and_a_name_is_the_job_that_run_creates():
         in comments
     )
     assert "#   Pod Security Baseline: nothing privileged" in comments
-    assert "#   create, get, list, delete pytorchjobs" in comments  # the RBAC it needs
+    granted = [line.split(":")[0] for line in comments]  # the RBAC it needs, as the chart grants it
+    for verb in ("create", "get", "list", "delete"):
+        assert f"#   {verb} pytorchjobs.kubeflow.org" in granted, verb
+    assert "#   create pytorchjobs.kubeflow.org: submit" in comments
+    assert "#   get pods/log: status: the log tail of a failed container" in comments
+    assert "#   watch pytorchjobs.kubeflow.org" not in granted  # poll mode holds no watch
+
+
+def test_a_watch_mode_stacks_dry_run_names_the_watch_it_needs():
+    with service("success") as svc:
+        svc.create_stack("jobsync", parameters={**PARAMETERS, "CompletionMode": "watch"})
+        comments, _ = dry_run(svc, str(INPUT), "--stack", "jobsync")
+
+    assert "#   watch pytorchjobs.kubeflow.org: status in watch mode: holds a watch on the job" in comments
 
 
 def test_a_template_input_is_rendered_from_the_stacks_bucket():
@@ -116,7 +129,10 @@ def test_flags_stand_for_a_deployment_without_a_stack(tmp_path):
     assert refused.returncode == follow.EXIT_BAD_INPUT and "TFJob is not allowed here" in refused.stderr
     assert manifest["metadata"]["namespace"] == "team-a"
     assert re.fullmatch(r"tf-simple-[0-9a-f]{8}", manifest["metadata"]["name"])
-    assert "#   create, get, list, delete tfjobs" in comments
+    granted = [line.split(":")[0] for line in comments]
+    for verb in ("create", "get", "list", "delete"):
+        assert f"#   {verb} tfjobs.kubeflow.org" in granted, verb
+    assert "#   create pytorchjobs.kubeflow.org" not in granted  # the job's own kind, not the defaults
 
 
 def test_submit_without_dry_run_starts_the_run_and_prints_its_arn():

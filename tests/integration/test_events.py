@@ -1,9 +1,10 @@
 """Every sample event in events/ is a valid input: each runs through its handler here.
 
-`sam local invoke -e events/<file>` needs Docker, which these machines do not
-have; these tests give each file to the same handler in-process, against the
-local Kubernetes API (and moto's S3 for the template), so the samples cannot
-rot. The evaluate-* samples run in tests/unit/test_evaluate_handler.py and
+These tests give each file to the same handler in-process, against the local
+Kubernetes API (and moto), so the samples cannot rot without Docker; `make
+sam-local` gives every one of them to its function through `sam local` in the
+Lambda runtime and holds the answer to the in-process one
+(lambda_runtime/tests/test_sample_events.py). The evaluate-* samples run in tests/unit/test_evaluate_handler.py and
 run-job-input.json through the whole state machine in test_run_job.py.
 """
 
@@ -18,6 +19,7 @@ from moto import mock_aws
 
 from harness.local import LocalJobsync
 from jobsync import runtime
+from jobsync.run.callback import TokenStore
 from jobsync.run.manifests import job_labels, job_name
 from tests.support.kube import PYTORCHJOBS
 from tests.support.lambdas import EVENTS, QUIET, invoke, load_event
@@ -117,6 +119,28 @@ def test_cleanup_execution_aborted(lambda_context):
         assert local.api.objects(*PYTORCHJOBS) == []
 
 
+def test_await_running(lambda_context):
+    # Callback mode's Await with the loop state of status-running.json: it stores the task token, looks once,
+    # and the job runs, so the execution goes on waiting for the notifier's event.
+    event = load_event("await-running.json")
+    state = event["state"]
+    with LocalJobsync(env=QUIET) as local:
+        assert local.api is not None
+        stored = local.api.put((*PYTORCHJOBS, "ml-training", state["job"]["name"]), _job_for(state))
+        state["job"]["uid"] = stored["metadata"]["uid"]
+        out = invoke("await", event, lambda_context)
+        waiting = TokenStore(runtime.table()).get(state["execution"])
+    assert out == {"phase": "RUNNING", "terminal": False}
+    assert waiting is not None and waiting.token == event["taskToken"]
+
+
+def test_resume_job_ended_for_an_execution_that_waits_for_nothing(lambda_context):
+    # The notifier's event for a job's end, when no execution waits on it (already resumed): a no-op.
+    with LocalJobsync(env=QUIET):
+        out = invoke("resume", load_event("resume-job-ended.json"), lambda_context)
+    assert out == {"resumed": False, "why": "no execution waits for this job (already resumed, or polled to its end)"}
+
+
 def test_every_sample_event_has_a_test():
     tested = {
         "submit-inline.json",
@@ -124,6 +148,8 @@ def test_every_sample_event_has_a_test():
         "status-running.json",
         "cleanup-failed.json",
         "cleanup-execution-aborted.json",
+        "await-running.json",
+        "resume-job-ended.json",
     }
     handled_by_prefix = ("evaluate-",)
     here = Path(__file__).read_text()

@@ -35,3 +35,19 @@ def test_an_explicit_hint_or_family_wins():
     assert {s["hintSource"] for s in states} == {"input"}
     assert {s["expectedDurationSeconds"] for s in states} == {job_input["expectedDurationSeconds"]}
     assert {s["jobFamily"] for s in states} == {"resnet50"}
+
+
+def test_a_submit_whose_hint_cannot_be_read_runs_its_job_without_one():
+    """The lookup runs after the job exists: a missing, throttled or unreachable table must not fail the Submit."""
+    import boto3
+
+    from harness.local import TABLE
+
+    job_input = load_event("run-job-input.json")  # no expectedDurationSeconds: the table is asked
+    with LocalJobsync("success", {"pending_s": 60, "run_s": 600}, env=QUIET) as local:
+        boto3.client("dynamodb").delete_table(TableName=TABLE)
+        result = local.run(job_input, name="no-table")
+        submits = [c for c in local.sfn.invocations if c.function_name == "jobsync-submit"]
+    assert result.status == "SUCCEEDED"
+    assert len(submits) == 1 and submits[0].result is not None  # answered at once: no retry, no second look
+    assert "hintSource" not in submits[0].result and "expectedDurationSeconds" not in submits[0].result

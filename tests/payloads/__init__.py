@@ -25,6 +25,19 @@ def load_payload(name: str) -> Any:
     return copy.deepcopy(_load(name))
 
 
+#: Queue states recorded by the e2e tier: a job and its Kueue Workload together, not one job object.
+KUEUE = "kueue"
+
+
 def payload_names() -> list[str]:
-    """Every payload file, relative to this folder."""
-    return sorted(str(p.relative_to(PAYLOADS)) for p in PAYLOADS.rglob("*") if p.suffix in {".yaml", ".json"})
+    """Every job payload file, relative to this folder (the Kueue states are ``kueue_state_names``)."""
+    return sorted(
+        str(p.relative_to(PAYLOADS))
+        for p in PAYLOADS.rglob("*")
+        if p.suffix in {".yaml", ".json"} and p.relative_to(PAYLOADS).parts[0] != KUEUE
+    )
+
+
+def kueue_state_names() -> list[str]:
+    """Every recorded Kueue state (``kueue/<state>.yaml``: ``{"job": ..., "workload": ...}``)."""
+    return sorted(p.stem for p in (PAYLOADS / KUEUE).glob("*.yaml"))

@@ -74,6 +74,15 @@ TYPES: dict[str, tuple[str | None, str, dict[str, str]]] = {
     "AWS::KMS::Key": (None, "{name}", {"Arn": ARN.format(service="kms", rest="key/{name}")}),
     "AWS::SNS::Topic": ("TopicName", ARN.format(service="sns", rest="{name}"), {}),
     "AWS::Lambda::LayerVersion": ("LayerName", ARN.format(service="lambda", rest="layer:{name}:1"), {}),
+    "AWS::ECR::Repository": (
+        "RepositoryName",
+        "{name}",
+        {
+            "Arn": ARN.format(service="ecr", rest="repository/{name}"),
+            "RepositoryUri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{{name}}",
+        },
+    ),
+    "AWS::EC2::SecurityGroup": (None, "sg-{name}", {"GroupId": "sg-{name}"}),
     "AWS::Scheduler::Schedule": (
         "Name",
         "{name}",
@@ -99,6 +108,7 @@ class Stack:
     resources: dict[str, dict[str, Any]]
     arns: dict[str, list[str]] = field(default_factory=dict)  # logical id -> the ARNs of it and what it holds
     refs: dict[str, Any] = field(default_factory=dict)  # logical id -> what a Ref to it gives
+    outputs: dict[str, Any] = field(default_factory=dict)  # the outputs this stack has, resolved
 
 
 def render(template: dict[str, Any], stack: str, parameters: dict[str, Any] | None = None) -> Stack:
@@ -227,7 +237,12 @@ class _Renderer:
     def stack(self) -> Stack:
         resources = {rid: self.value(r) for rid, r in self.resources.items()}
         arns = {rid: self.arns(rid) for rid in self.resources}
-        return Stack(self.stack_name, resources, arns, {rid: self.ref(rid) for rid in self.resources})
+        outputs = {
+            name: self.value(spec["Value"])
+            for name, spec in self.template.get("Outputs", {}).items()
+            if "Condition" not in spec or self.condition(spec["Condition"])
+        }
+        return Stack(self.stack_name, resources, arns, {rid: self.ref(rid) for rid in self.resources}, outputs)
 
 
 def statements(node: Any, where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:

@@ -46,6 +46,20 @@ def test_each_http_status_becomes_the_error_that_says_what_to_do(status, error):
     assert str(status) in str(translated) and "said the server" in str(translated)
 
 
+def test_an_admission_webhooks_refusal_is_the_jobs_fault_not_rbacs():
+    # What kube-apiserver v1.34.4 answered when Trainer v2.3.0's validating webhook refused a TrainJob (e2e).
+    message = (
+        'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: '
+        'spec.runtimePatches.manager: Invalid value: "e2e": must be a domain-prefixed path (such as "acme.io/foo")'
+    )
+    translated = from_api_exception(answer(403, message))
+
+    assert type(translated) is errors.InvalidInput
+    assert "RBAC" not in str(translated) and message in str(translated)
+    rbac = 'trainjobs.trainer.kubeflow.org is forbidden: User "jobsync-lambda" cannot create resource "trainjobs"'
+    assert type(from_api_exception(answer(403, rbac))) is errors.ClusterAccessDenied
+
+
 @pytest.mark.parametrize(
     "failure",
     [

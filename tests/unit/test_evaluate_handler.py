@@ -23,7 +23,15 @@ EXPECTED_PHASES = {
     "evaluate-ekscall-joblist-one.json": "FAILED",
     "evaluate-sagemaker-trainingjob.json": "RUNNING",
     "evaluate-azureml-job.json": "FAILED",
+    "evaluate-jobset-failed.json": "FAILED",
+    "evaluate-rayjob-complete-failed.json": "FAILED",
+    "evaluate-sparkapplication-completed.json": "SUCCEEDED",
+    "evaluate-volcano-job-list-one.json": "RUNNING",
+    "evaluate-mpijob-v2beta1-succeeded.json": "SUCCEEDED",
+    "evaluate-trainjob-progress.json": "RUNNING",
 }
+# The samples whose controller reports progress (child Job counts, Trainer's trainerStatus).
+WITH_PROGRESS = {"evaluate-jobset-failed.json", "evaluate-trainjob-progress.json"}
 EVENT_FILES = sorted(p.name for p in Path(EVENTS).glob("evaluate-*.json"))
 
 
@@ -36,7 +44,8 @@ def test_sample_event(name, lambda_context):
     result = app.lambda_handler(load_event(name), lambda_context)
 
     assert result["phase"] == EXPECTED_PHASES[name]
-    assert set(result) == {"phase", "terminal", "reason", "message", "since", "kind"}
+    progress = {"progress"} if name in WITH_PROGRESS else set()
+    assert set(result) == {"phase", "terminal", "reason", "message", "since", "kind"} | progress
     assert result["terminal"] is (result["phase"] in {"SUCCEEDED", "FAILED", "STOPPED", "NOT_FOUND"})
     json.dumps(result)
 

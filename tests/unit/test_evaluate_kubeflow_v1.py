@@ -133,13 +133,21 @@ def test_unquoted_yaml_timestamps_and_booleans_are_read():
     assert evaluation.since == "2019-01-11T01:03:15Z"
 
 
-@pytest.mark.parametrize("api_version", ["kubeflow.org/v1beta1", "kubeflow.org/v2beta1"])
+@pytest.mark.parametrize("api_version", ["kubeflow.org/v1beta1", "kubeflow.org/v1alpha2"])
 def test_other_versions_are_refused(api_version):
     obj = load_payload("kubeflow_v1/mpijob_succeeded.yaml")
     obj["apiVersion"] = api_version
 
     with pytest.raises(EvaluationError, match=api_version):
         evaluate(obj)
+
+
+def test_mpi_operators_v2beta1_reads_as_v1():
+    # mpi-operator's MPIJob writes the training-operator's condition types under kubeflow.org/v2beta1.
+    v1 = load_payload("kubeflow_v1/mpijob_succeeded.yaml")
+    v2 = {**v1, "apiVersion": "kubeflow.org/v2beta1"}
+
+    assert evaluate(v2) == evaluate(v1)
 
 
 @pytest.mark.parametrize("status", ["False", "Unknown", "true", "", None, 1])

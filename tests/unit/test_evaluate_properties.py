@@ -29,6 +29,7 @@ _KUBEFLOW = {"Created", "Running", "Restarting", "Succeeded", "Failed", "Suspend
 _TRAINER = {"Created", "Complete", "Failed", "Suspended"}
 _BATCH = {"Complete", "Failed", "Suspended", "SuccessCriteriaMet", "FailureTarget"}
 _ACK = {"ACK.Terminal", "ACK.Recoverable", "ACK.ResourceSynced"}
+_JOBSET = {"Completed", "Failed", "Suspended", "RestartingJobSet", "StartupPolicyInProgress", "StartupPolicyCompleted"}
 CONDITION_PAYLOADS = {
     "kubeflow_v1/pytorchjob_succeeded_hyperpod.yaml": _KUBEFLOW,
     "kubeflow_v1/pytorchjob_succeeded_at_index5.yaml": _KUBEFLOW,
@@ -49,8 +50,18 @@ CONDITION_PAYLOADS = {
     "batch/job_suspended.yaml": _BATCH,
     "ack/trainingjob_terminal.yaml": _ACK,
     "ack/trainingjob_inprogress.yaml": _ACK,
+    "trainer_v2/trainjob_progress_e2e.yaml": _TRAINER,
+    "jobset/jobset_completed.yaml": _JOBSET,
+    "jobset/jobset_failed_jobs.yaml": _JOBSET,
+    "jobset/jobset_reached_max_restarts.yaml": _JOBSET,
+    "jobset/jobset_restarting.yaml": _JOBSET,
+    "jobset/jobset_suspended.yaml": _JOBSET,
+    "jobset/jobset_startup_in_progress.yaml": _JOBSET,
+    "mpi_operator/mpijob_succeeded_readme.yaml": _KUBEFLOW,
+    "mpi_operator/mpijob_launcher_failed.yaml": _KUBEFLOW,
+    "mpi_operator/mpijob_suspended.yaml": _KUBEFLOW,
 }
-ALL_KNOWN_TYPES = _KUBEFLOW | _TRAINER | _BATCH | _ACK
+ALL_KNOWN_TYPES = _KUBEFLOW | _TRAINER | _BATCH | _ACK | _JOBSET
 
 timestamps = st.datetimes(timezones=st.just(UTC)).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
@@ -121,6 +132,22 @@ status_fields = st.sampled_from(
         "failureReason",
         "lastCheckTime",
         "lastModifiedTime",
+        # JobSet, RayJob, SparkApplication, Volcano Job, TrainJob's progress
+        "replicatedJobsStatus",
+        "terminalState",
+        "restarts",
+        "jobDeploymentStatus",
+        "jobStatus",
+        "reason",
+        "message",
+        "rayJobInfo",
+        "rayClusterName",
+        "endTime",
+        "applicationState",
+        "terminationTime",
+        "state",
+        "failed",
+        "trainerStatus",
     ]
 )
 condition_like = st.dictionaries(

@@ -220,25 +220,19 @@ def test_a_failed_trainjobs_log_tail_result_and_diagnostics_come_from_its_own_po
 
 
 def test_a_trainjob_deployments_role_may_get_its_pods_owners_and_nothing_more():
-    from jobsync import rbac
+    """What the functions need (and the chart grants: tests/integration/test_chart.py) for a TrainJob."""
     from jobsync.settings import parse_allowed_kinds
+    from jobsync_cli.preflight import grants
 
-    def grants(kinds: str) -> set[tuple[str, str, str]]:
-        role = rbac.lambda_role(NS, parse_allowed_kinds(kinds))
-        return {
-            (v, g, r)
-            for rule in role["rules"]
-            for v in rule["verbs"]
-            for g in rule["apiGroups"]
-            for r in rule["resources"]
-        }
+    def needed(kinds: str) -> set[tuple[str, str, str]]:
+        return {g.key() for g in grants.functions(parse_allowed_kinds(kinds))}
 
-    plain = grants("PyTorchJob")
-    assert grants("PyTorchJob,TrainJob") - plain == {
-        *((verb, "trainer.kubeflow.org", "trainjobs") for verb in rbac.JOB_VERBS),
+    plain = needed("PyTorchJob")
+    assert needed("PyTorchJob,TrainJob") - plain == {
+        *((verb, "trainer.kubeflow.org", "trainjobs") for verb in grants.JOB_VERBS),
         ("get", "batch", "jobs"),
         ("get", "jobset.x-k8s.io", "jobsets"),
     }
-    # An allowed batch/v1 Job already has get: no second rule for it.
-    role = rbac.lambda_role(NS, parse_allowed_kinds("TrainJob,Job"))
-    assert [r["verbs"] for r in role["rules"] if r["apiGroups"] == ["batch"]] == [list(rbac.JOB_VERBS)]
+    # An allowed batch/v1 Job already has get (and the other job verbs): nothing more for it as an owner.
+    batch = {verb for verb, group, _ in needed("TrainJob,Job") if group == "batch"}
+    assert batch == set(grants.JOB_VERBS)

@@ -63,8 +63,8 @@ def test_state_machine_logs_to_a_vended_log_group_and_traces():
 
 
 def test_schedule_ships_disabled():
-    schedule = RESOURCES["RunJobStateMachine"]["Properties"]["Events"]["Schedule"]
-    assert schedule["Type"] == "ScheduleV2"
+    schedule = RESOURCES["Schedule"]
+    assert schedule["Type"] == "AWS::Scheduler::Schedule"
     assert schedule["Properties"]["State"] == {"Ref": "ScheduleState"}
     assert TEMPLATE["Parameters"]["ScheduleState"]["Default"] == "DISABLED"
 
@@ -135,27 +135,11 @@ def test_every_error_the_state_machine_retries_or_names_exists():
     }
 
 
-def test_the_shipped_rbac_is_the_rendering_for_the_template_defaults():
-    from jobsync import rbac
-    from jobsync.settings import parse_allowed_kinds
-
+def test_the_charts_defaults_are_the_templates():
+    """helm install with no values fits a stack deployed with none (the namespace is the release's: -n)."""
+    values = yaml.safe_load((ROOT / "charts" / "jobsync" / "values.yaml").read_text())
     params = TEMPLATE["Parameters"]
-    kinds = parse_allowed_kinds(params["AllowedKinds"]["Default"])
-    rendered = rbac.lambdas(params["Namespace"]["Default"], kinds, watch=params["CompletionMode"]["Default"] == "watch")
-    shipped = list(yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()))
-    assert shipped == rendered
-
-
-def test_rbac_groups_kinds_by_their_real_api_group():
-    from jobsync import rbac
-    from jobsync.settings import parse_allowed_kinds
-
-    role, _ = rbac.lambdas("ns", parse_allowed_kinds("PyTorchJob,TFJob,Job,TrainJob,TrainingJob"), watch=True)
-    by_group = {rule["apiGroups"][0]: rule for rule in role["rules"]}
-    assert by_group["kubeflow.org"]["resources"] == ["pytorchjobs", "tfjobs"]
-    assert by_group["batch"]["resources"] == ["jobs"]
-    assert by_group["trainer.kubeflow.org"]["resources"] == ["trainjobs"]
-    assert by_group["sagemaker.aws.amazon.com"]["resources"] == ["trainingjobs"]
-    assert by_group["sagemaker.services.k8s.aws"]["resources"] == ["trainingjobs"]
-    assert by_group["batch"]["verbs"] == ["create", "get", "list", "delete", "watch"]
-    assert by_group[""]["resources"] in (["pods"], ["pods/log"], ["events"])  # the core rules: one resource each
+    assert values["allowedKinds"] == params["AllowedKinds"]["Default"]
+    assert values["completionMode"] == params["CompletionMode"]["Default"]
+    assert values["kubernetesGroup"] == params["KubernetesGroup"]["Default"]
+    assert values["namespace"] == ""

@@ -56,5 +56,5 @@ def test_every_physical_name_is_the_stacks_own():
 
 
 def test_the_schedule_is_named_for_its_stack():
-    schedule = TEMPLATE["Resources"]["RunJobStateMachine"]["Properties"]["Events"]["Schedule"]["Properties"]
+    schedule = TEMPLATE["Resources"]["Schedule"]["Properties"]
     assert rendered(schedule["Name"], "jobsync-prod") == "jobsync-prod-schedule"

@@ -19,12 +19,19 @@ import pytest
 
 from tests.support.stack import Stack, arn_patterns, matches, render, translated
 
-# Every optional resource on: the alarm topic and its key, the notifier's role, the template bucket.
+# Every optional resource on: the alarm topic and its key, the notifier's role and repository, the template
+# bucket, the VPC endpoints.
 PARAMETERS = {
     "ClusterName": "training",
     "AlarmEmail": "ml-ops@example.com",
     "CreateNotifierIdentity": "true",
+    "CreateNotifierRepository": "true",
     "TemplateBucket": "jobsync-templates-123456789012",
+    "SubnetIds": "subnet-0a1b2c3d,subnet-1a2b3c4d",
+    "SecurityGroupIds": "sg-0a1b2c3d",
+    "CreateVpcEndpoints": "true",
+    "VpcId": "vpc-0a1b2c3d",
+    "RouteTableIds": "rtb-0a1b2c3d",
 }
 NAMES = ("jobsync", "jobsync-prod", "jobsync-submit")
 

@@ -31,7 +31,7 @@ def cluster() -> KubeJobs:
 
 @cache
 def _s3() -> Any:
-    return aws.boto3().client("s3")  # only the submit Lambda with a jobTemplate needs it
+    return aws.client("s3")  # only the submit Lambda with a jobTemplate needs it
 
 
 def fetch_template(uri: str) -> str:
@@ -47,7 +47,13 @@ def table() -> Any:
     name = settings().table_name
     if not name:
         raise InvalidInput("this deployment has no table (JOBSYNC_TABLE_NAME): callback mode needs one")
-    return aws.boto3().resource("dynamodb").Table(name)
+    return aws.resource("dynamodb").Table(name)
+
+
+@cache
+def _hints_table() -> Any:
+    """The same table for learned hints, held to one short attempt: a hint is never worth a slow submit."""
+    return aws.resource("dynamodb", aws.BEST_EFFORT).Table(settings().table_name)
 
 
 def hints() -> HintStore | None:
@@ -56,12 +62,12 @@ def hints() -> HintStore | None:
         return None
     from jobsync.aws.hints import HintStore  # a RUNNING poll never needs it (nor its statistics)
 
-    return HintStore(table())
+    return HintStore(_hints_table())
 
 
 @cache
 def stepfunctions() -> Any:
-    return aws.boto3().client("stepfunctions")  # cleanup (for an execution event) and callback mode need it
+    return aws.client("stepfunctions")  # cleanup (for an execution event) and callback mode need it
 
 
 def describe_execution(arn: str) -> dict[str, Any] | None:
@@ -100,4 +106,5 @@ def reset() -> None:
     settings.cache_clear()
     _s3.cache_clear()
     table.cache_clear()
+    _hints_table.cache_clear()
     stepfunctions.cache_clear()

@@ -212,7 +212,8 @@ def parse_allowed_kinds(value: str, source: str = "JOBSYNC_ALLOWED_KINDS") -> tu
             found = [k for k in kinds.KINDS if k.api_version == api_version and k.kind.lower() == kind.lower()]
             specs.extend(found or [kinds.lookup(api_version, kind)])  # none: lookup's error names both
             continue
-        found = [k for k in kinds.KINDS if k.plural and k.kind.lower() == entry.lower()]
+        # by_kind_name's entries, in any case: a bare name never means a kind that must be named by apiVersion
+        found = [k for k in kinds.KINDS if k.plural and k.by_name and k.kind.lower() == entry.lower()]
         if not found:
             known = ", ".join(sorted({k.kind for k in kinds.KINDS if k.plural}))
             raise ValueError(f"{source}: unknown kind {entry!r} (known: {known})")

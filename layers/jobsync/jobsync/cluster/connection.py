@@ -284,11 +284,8 @@ def _eks(region: str) -> BaseClient:
     with _lock:
         client = _eks_clients.get(region)
         if client is None:
-            from botocore.config import Config
-
-            config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=10)
             session = aws.boto3().session.Session()
-            client = _eks_clients[region] = session.client("eks", region_name=region, config=config)
+            client = _eks_clients[region] = aws.client("eks", session=session, region_name=region)
         return client
 
 

@@ -75,7 +75,9 @@ def sts_client(region: str) -> BaseClient:
             # AWS_STS_REGIONAL_ENDPOINTS says: the regional endpoint is what EKS expects.
             core = botocore.session.get_session()
             core.set_config_variable("sts_regional_endpoints", "regional")
-            client = boto3.session.Session(botocore_session=core).client("sts", region_name=region)
+            # Presigning makes no call; bounded all the same, as every client is.
+            session = boto3.session.Session(botocore_session=core)
+            client = aws.client("sts", session=session, region_name=region)
             client.meta.events.register("provide-client-params.sts.GetCallerIdentity", _move_cluster_id_to_context)
             client.meta.events.register("before-sign.sts.GetCallerIdentity", _add_cluster_id_header)
             _sts_clients[region] = client

@@ -86,10 +86,14 @@ def from_api_exception(exc: ApiException) -> JobsyncError:
     status = exc.status or 0
     if status == 401:
         return unauthorized(None, after_refresh=False, detail=message)
+    if status == 403 and message.startswith("admission webhook "):
+        # A webhook's refusal (Kueue, Trainer, JobSet validate what they run) comes back as 403 too.
+        return InvalidInput(f"the Kubernetes API rejected the job ({status} {exc.reason}): {message}")
     if status == 403:
         return ClusterAccessDenied(
             f"Kubernetes RBAC denied the request (403): {message}. "
-            "Grant it in the jobsync Role (manifests/rbac.yaml) bound to the Lambdas' group."
+            "Grant it in the jobsync Role bound to the functions' group (charts/jobsync; jobsync preflight "
+            "names every grant that is missing)."
         )
     if status == 429 or status >= 500:
         retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None

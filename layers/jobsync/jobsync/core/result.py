@@ -15,6 +15,14 @@ state's ``result``, and so the execution's output (or its failure's Cause):
 - TrainJob (Trainer v2): the trainer node's rank 0 pod (the JobSet's
   ``trainer`` step, or its ``node`` replicated job, job index 0, completion
   index 0);
+- JobSet: the first pod of its first Job (global job index 0, completion
+  index 0); MPIJob (mpi-operator, ``kubeflow.org/v2beta1``): the launcher;
+- RayJob: the submitter (its batch Job's pod, else the head pod's submitter
+  sidecar), container ``ray-job-submitter``: the entrypoint itself runs as a
+  Ray job, not in a container of its own; SparkApplication: the driver
+  (``spark-kubernetes-driver``); Volcano Job: task index 0 of the task named
+  ``master``, ``chief``, ``head``, ``launcher`` or ``driver`` (the names its
+  distributed-framework plugins use), else of its only task;
 - batch/v1 Job: the pod with completion index 0 of an Indexed Job, else the
   latest pod that succeeded (else the latest pod);
 - SageMaker kinds (no pods in the cluster): ``{"modelUri": ..., "metrics":
@@ -38,7 +46,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,14 +68,49 @@ _COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 _JOBSET_STEP = "trainer.kubeflow.org/trainjob-ancestor-step"
 _JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 _JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+_JOBSET_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
+_BATCH_JOB_NAME = "batch.kubernetes.io/job-name"
+_VOLCANO_TASK = "volcano.sh/task-spec"
+_VOLCANO_INDEX = "volcano.sh/task-index"
+
+
+Pods = list[Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
 class Leader:
-    """Which pods lead a kind's job, in order of preference, and the name of its main container."""
+    """Which pods lead a kind's job, in order of preference, and the name of its main container.
+
+    ``pick`` chooses them for kinds that label their pods their own way.
+    """
 
     replicas: tuple[str, ...]  # the training-operator's replica types (lower case), tried in order
     container: str | None
+    pick: Callable[[Pods], Pods] | None = None
+
+
+def _labelled(pods: Pods, label: str, values: Iterable[str]) -> Pods:
+    """The pods whose ``label`` is the first of ``values`` any pod has."""
+    for value in values:
+        if found := [p for p in pods if str(_labels(p).get(label, "")) == value]:
+            return found
+    return []
+
+
+def _jobset_leader(pods: Pods) -> Pods:
+    return [p for p in pods if _index(p, _JOBSET_GLOBAL_INDEX) == "0" and _index(p, _COMPLETION_INDEX) == "0"]
+
+
+def _ray_leader(pods: Pods) -> Pods:
+    return [p for p in pods if _BATCH_JOB_NAME in _labels(p)] or _labelled(pods, "ray.io/node-type", ("head",))
+
+
+def _volcano_leader(pods: Pods) -> Pods:
+    tasks = {str(_labels(p).get(_VOLCANO_TASK, "")) for p in pods}
+    leading = _labelled(pods, _VOLCANO_TASK, ("master", "chief", "head", "launcher", "driver"))
+    if not leading and len(tasks) == 1:
+        leading = pods
+    return [p for p in leading if _index(p, _VOLCANO_INDEX) == "0"]
 
 
 LEADERS: dict[tuple[str, str], Leader] = {
@@ -79,6 +122,15 @@ LEADERS: dict[tuple[str, str], Leader] = {
     ("kubeflow.org/v1", "JAXJob"): Leader(("worker",), "jax"),
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): Leader((), "node"),
     ("batch/v1", "Job"): Leader((), None),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): Leader((), None, _jobset_leader),
+    ("kubeflow.org/v2beta1", "MPIJob"): Leader(
+        (), None, lambda pods: _labelled(pods, "training.kubeflow.org/job-role", ("launcher",))
+    ),
+    ("ray.io/v1", "RayJob"): Leader((), "ray-job-submitter", _ray_leader),
+    ("sparkoperator.k8s.io/v1beta2", "SparkApplication"): Leader(
+        (), "spark-kubernetes-driver", lambda pods: _labelled(pods, "spark-role", ("driver",))
+    ),
+    ("batch.volcano.sh/v1alpha1", "Job"): Leader((), None, _volcano_leader),
 }
 # The Trainer v2 runtimes name the trainer's replicated job "node" (older ones "trainer-node").
 _TRAINER_REPLICATED_JOBS = ("node", "trainer-node")
@@ -172,6 +224,8 @@ def leading_pods(spec: KindSpec, pods: Iterable[Mapping[str, Any]]) -> list[Mapp
     pods = list(pods)
     if leader is None:
         return []
+    if leader.pick is not None:
+        return _latest_first(leader.pick(pods))
     if leader.replicas:
         for replica in leader.replicas:
             found = [

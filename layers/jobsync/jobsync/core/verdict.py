@@ -57,6 +57,8 @@ class Read:
     container: str = ""
     tolerant: bool = False
     uid: str = ""  # the job's, whose pods are read
+    # The job's status: some kinds' pods are reached through an object it names (a RayJob's RayCluster).
+    status: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 # What a read answers: the job (again), the job's own pods (None after a tolerant read failed), a pod's
@@ -173,7 +175,7 @@ def _explain(
     if verdict.phase == Phase.PENDING and since_submit > starts.diagnose_after_seconds:
         return (yield from _stuck(base, obj, spec, state, now, settings))
     if verdict.phase == Phase.FAILED:
-        found: JobPods = yield Read("pods", uid=meta(obj).uid)
+        found: JobPods = yield Read("pods", uid=meta(obj).uid, status=_status(obj))
         failed_container = diagnostics.failed_container(found.pods)
         log_tail = None
         if failed_container:
@@ -182,7 +184,7 @@ def _explain(
         reported = diagnostics.pod_findings(found.pods) + found.notes()
         return _replace(base, diagnostics=reported, log_tail=log_tail, result=result.from_pods(spec, found.pods))
     if verdict.phase == Phase.SUCCEEDED:
-        read: JobPods | None = yield Read("pods", tolerant=True, uid=meta(obj).uid)
+        read: JobPods | None = yield Read("pods", tolerant=True, uid=meta(obj).uid, status=_status(obj))
         if read is None:  # not read (logged): the verdict stands, without a result
             return base
         return _replace(base, diagnostics=read.notes(), result=result.from_pods(spec, read.pods))
@@ -193,7 +195,7 @@ def _stuck(
     base: Verdict, obj: Mapping[str, Any], spec: KindSpec, state: LoopState, now: float, settings: Settings
 ) -> Deciding:
     """A pending job's pods: stuck past the grace of its kind of stuck (``jobsync.core.stuck``) is FAILED."""
-    found: JobPods = yield Read("pods", uid=meta(obj).uid)
+    found: JobPods = yield Read("pods", uid=meta(obj).uid, status=_status(obj))
     findings = diagnostics.pod_findings(found.pods)
     stuck_found = diagnostics.stuck_reason(findings)
     reported = findings + found.notes()
@@ -235,3 +237,8 @@ def _stuck(
 
 def _replace(verdict: Verdict, **changes: Any) -> Verdict:
     return replace(verdict, **changes)
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    status = obj.get("status")
+    return status if isinstance(status, Mapping) else None

@@ -2,7 +2,9 @@
 
 ``phase`` (the contract), ``kinds`` (the registry), ``evaluate`` (the entry
 point), and one module per kind family: ``kubeflow``, ``trainer``, ``batch``,
-``sagemaker``, ``ack``, ``azure_ml``, over the readers in ``conditions``.
+``jobset``, ``ray``, ``spark``, ``volcano``, ``sagemaker``, ``ack``,
+``azure_ml``, over the readers in ``conditions`` (and ``progress``, what a
+running job reports of its advance).
 """
 
 from jobsync.errors import EvaluationError

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from jobsync.evaluation.conditions import Conditions, count, evaluator, from_condition, status_of, text
 from jobsync.evaluation.phase import Evaluation, Phase
+from jobsync.evaluation.progress import progress
 
 TYPES = frozenset({"Created", "Complete", "Failed", "Suspended"})
 
@@ -18,9 +20,15 @@ def trainer_v2(obj: Mapping[str, Any]) -> Evaluation:
     Complete or Failed end the job, then Suspended; otherwise it is RUNNING
     while ``status.jobsStatus`` counts an active child Job, else PENDING.
     A ``jobsStatus`` that is not a list, or entries that are not objects,
-    count as no active jobs.
+    count as no active jobs. ``progress`` carries ``trainerStatus`` (progress,
+    estimated remaining seconds, metrics: Trainer's TrainJobStatus feature)
+    and the child Job counts, whatever the phase.
     """
     status = status_of(obj)
+    return replace(_verdict(status), progress=progress(status, "jobsStatus", "trainerStatus"))
+
+
+def _verdict(status: Mapping[str, Any]) -> Evaluation:
     conditions = Conditions.read(status)
     if verdict := conditions.ended_or_suspended("Complete"):
         return verdict

@@ -11,7 +11,9 @@ labelled pod is the job's when its controller reference (the ``ownerReferences``
 - through the objects the job's controller creates (``KindSpec.via``, outermost first): a TrainJob's
   JobSet, whose batch Jobs own the pods. Each step up is resolved as Kubernetes controllers resolve a
   controller reference (the job controller's ``resolveControllerRef``): the object of that kind and
-  name, read once per look, counts only when its uid is the reference's.
+  name, read once per look, counts only when its uid is the reference's;
+- or along any of several routes (``KindSpec.routes``): a RayJob's head through its RayCluster and its
+  submitter through a batch Job, an MPIJob's workers directly and its launcher through a batch Job.
 
 Every reader of pods (stuck detection, diagnostics, the log tail, the result) gets them from
 ``job_pods``; the pods it leaves out are named in a finding (``JobPods.notes``), so a person sees them.
@@ -62,10 +64,18 @@ def leads_to(ref: OwnerRef | None, uid: str, via: Sequence[KindSpec], lookup: Lo
 
 def owned(pods: Iterable[dict[str, Any]], uid: str, via: Sequence[KindSpec], lookup: Lookup) -> JobPods:
     """``pods`` split into the job's (their controller leads to ``uid`` through ``via``) and the others."""
+    return owned_through(pods, uid, (tuple(via),), lookup)
+
+
+def owned_through(
+    pods: Iterable[dict[str, Any]], uid: str, chains: Sequence[tuple[KindSpec, ...]], lookup: Lookup
+) -> JobPods:
+    """``pods`` split into the job's (their controller leads to ``uid`` through one of ``chains``) and the others."""
     mine: list[dict[str, Any]] = []
     ignored: list[str] = []
     for pod in pods:
-        if leads_to(controller_of(pod), uid, via, lookup):
+        ref = controller_of(pod)
+        if any(leads_to(ref, uid, chain, lookup) for chain in chains):
             mine.append(pod)
         else:
             ignored.append(meta(pod).name or "?")
@@ -79,22 +89,38 @@ class PodSource(Protocol):
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
 
 
-def job_pods(spec: KindSpec, namespace: str, name: str, uid: str, cluster: PodSource) -> JobPods | None:
+def job_pods(
+    spec: KindSpec,
+    namespace: str,
+    name: str,
+    uid: str,
+    cluster: PodSource,
+    status: Mapping[str, Any] | None = None,
+) -> JobPods | None:
     """The pods of the job ``uid`` (kind ``spec``, ``namespace/name``); None for a kind without pods (SageMaker).
 
-    One LIST by the kind's label; for a kind with ``via``, one GET per object between the job and its
+    One LIST by the kind's label (one per route, for a kind with several; a route the job's ``status``
+    does not name yet is skipped); for a kind with ``via``, one GET per object between the job and its
     pods that a labelled pod names (a TrainJob: its JobSet, and each of the JobSet's batch Jobs).
     """
-    selector = spec.pod_selector(name)
-    if selector is None:
+    routes = spec.pod_routes
+    if not routes:
         return None
-    labelled = cluster.list_pods(namespace, selector)
-    read: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+    read: dict[tuple[str, str, str], Mapping[str, Any] | None] = {}
 
     def lookup(part: KindSpec, part_name: str) -> Mapping[str, Any] | None:
-        key = (part.kind, part_name)
+        key = (part.group, part.kind, part_name)
         if key not in read:
             read[key] = cluster.get(part, namespace, part_name)
         return read[key]
 
-    return owned(labelled, uid, spec.via, lookup)
+    found: list[JobPods] = []
+    for route in routes:
+        selector = route.selector(name, status)
+        if selector is not None:
+            found.append(owned_through(cluster.list_pods(namespace, selector), uid, route.chains, lookup))
+    if len(found) == 1:
+        return found[0]
+    mine = {meta(pod).name: pod for part in found for pod in part.pods}
+    ignored = dict.fromkeys(pod for part in found for pod in part.ignored if pod not in mine)
+    return JobPods(list(mine.values()), tuple(ignored))

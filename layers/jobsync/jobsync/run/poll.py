@@ -59,7 +59,7 @@ def _read(read: Read, spec: KindSpec, state: LoopState, cluster: Cluster, settin
         return cluster.get(spec, job.namespace, job.name)
     if read.what == "pods":
         try:
-            found = pods.job_pods(spec, job.namespace, job.name, read.uid, cluster)
+            found = pods.job_pods(spec, job.namespace, job.name, read.uid, cluster, read.status)
         except Exception as exc:
             if not read.tolerant:
                 raise

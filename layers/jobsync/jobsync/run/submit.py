@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from jobsync.run.loop import Cluster
 from jobsync.settings import Settings
 
 TemplateFetcher = Callable[[str], str]
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def submit(
     hint = request.expectedDurationSeconds
     hint_source: Literal["input", "learned"] | None = "input" if hint else None
     if hint is None and hints is not None and family:
-        learned = hints.hint(family)
+        learned = _learned_hint(hints, family)
         if learned is not None:
             hint, hint_source = min(learned, timeout), "learned"
 
@@ -101,6 +103,16 @@ def submit(
         hint_source=hint_source,
     )
     return first.state
+
+
+def _learned_hint(hints: HintStore, family: str) -> int | None:
+    """The family's learned hint, or None when it cannot be read: the job exists by now, and a hint is worth
+    less than the execution that waits for it. Bounded in time by the store's client (``aws.BEST_EFFORT``)."""
+    try:
+        return hints.hint(family)
+    except Exception as exc:  # a throttled, unreachable or missing table: poll without a hint
+        logger.warning("learned hint not read", extra={"family": family, "error": type(exc).__name__})
+        return None
 
 
 def _family(manifest: Any) -> str | None:
