@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -98,8 +98,9 @@ def _wall(stamp: Any) -> float | None:
 
 def story_lines(invocations: Iterable[Invocation], result: RunResult, extra: Iterable[Entry] = ()) -> list[str]:
     """One line per look, event and notifier log line, in time order, from the execution's start."""
+    seen = looks(invocations, result.execution_arn)
     # At the same time, what the notifier said comes before what it caused.
-    entries = sorted([*looks(invocations, result.execution_arn), *extra], key=lambda e: (e.at, e.phase != "notifier"))
+    entries = sorted([*seen, *_published_at_their_resume(extra, seen)], key=lambda e: (e.at, e.phase != "notifier"))
     last_look = max((i for i, e in enumerate(entries) if e.look), default=-1)
     lines, before = [], None
     for i, entry in enumerate(entries):
@@ -125,6 +126,23 @@ def story_lines(invocations: Iterable[Invocation], result: RunResult, extra: Ite
         lines.append(f"{clock}  {entry.phase:<10} {entry.reason:<28} {changed}; {after}")
         before = now
     return lines
+
+
+# How far the story's clock moves in one step of a task token's wait (harness.sfn: callback_step_seconds).
+CLOCK_STEP = 30.0
+
+
+def _published_at_their_resume(notes: Iterable[Entry], seen: Sequence[Entry]) -> list[Entry]:
+    """The notifier logs a publish once the event is put, and the put runs the Resume: a publish line whose wall
+    time maps to within one clock step after a Resume is placed at that Resume, which it came before."""
+    resumes = sorted(e.at for e in seen if e.reason == "the notifier's event")
+    placed = []
+    for note in notes:
+        if note.phase == "notifier" and "published" in note.text:
+            caused = [at for at in resumes if note.at - CLOCK_STEP <= at <= note.at]
+            note = replace(note, at=caused[-1]) if caused else note
+        placed.append(note)
+    return placed
 
 
 def run_jobs_lines(sfn: LocalStepFunctions, arn: str, execution_input: Any) -> tuple[list[str], Any]:

@@ -122,8 +122,17 @@ def test_callback_mode_shows_the_notifiers_lines_and_the_event_that_woke_the_wai
     woke = next(i for i, line in enumerate(lines) if "the notifier's event" in line and line.endswith("woke the wait"))
     assert lines.index(published[-1]) < woke  # what the notifier said, then what it caused
     assert lines[woke + 1].split()[1:3] == ["SUCCEEDED", "PyTorchJobSucceeded"] and lines[woke + 1].endswith("done")
-    assert lines[woke].split()[0] == lines[woke + 1].split()[0]  # the wait's look came when the event arrived
+    # The wait's look came when the event arrived: within one step of the token wait's virtual clock (30 s),
+    # which moves on between wall-clock slices while the notifier, a process of its own, sends the event.
+    event_at, look_at = (clock(lines[i].split()[0]) for i in (woke, woke + 1))
+    assert 0 <= look_at - event_at <= 30, (lines[woke], lines[woke + 1])
     assert proc.stderr == ""
+
+
+def clock(text: str) -> int:
+    """``+HH:MM:SS`` as seconds."""
+    hours, minutes, seconds = (int(part) for part in text.lstrip("+").split(":"))
+    return hours * 3600 + minutes * 60 + seconds
 
 
 def make_demo(*args: str) -> subprocess.CompletedProcess[str]:
@@ -153,3 +162,16 @@ def test_make_demo_of_a_failing_story_ends_with_its_verdict_not_makes_error_line
     assert "Error 1" not in failed.stderr and "Error" not in failed.stderr.replace(last, "")
     assert json.loads(failed.stdout.splitlines()[-1])["error"] == "JobFailed"
     assert passed.stderr == "" and json.loads(passed.stdout.splitlines()[-1])["status"] == "SUCCEEDED"
+
+
+def test_a_publish_logged_after_the_clock_stepped_is_placed_at_the_resume_it_caused():
+    from harness.story import Entry, _published_at_their_resume
+
+    resume = Entry(7291.0, "SUCCEEDED", "the notifier's event", False, text="woke the wait")
+    published = Entry(7321.0, "notifier", "info", False, text="phase change published: PyTorchJob a/b SUCCEEDED")
+    started = Entry(0.0, "notifier", "info", False, text="notifier started")
+    late = Entry(9000.0, "notifier", "info", False, text="phase change published: PyTorchJob a/c SUCCEEDED")
+
+    placed = _published_at_their_resume([started, published, late], [resume])
+
+    assert [e.at for e in placed] == [0.0, 7291.0, 9000.0]  # only within one clock step (30 s) of a Resume
