@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check chart generated demo lint format bench bench-throughput bench-runjobs validate build scan clean sam-local bench-container
+.PHONY: test test-future package-check chart generated demo demo-story lint format bench bench-throughput bench-runjobs validate build scan clean sam-local bench-container
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,12 +33,21 @@ test-future: $(STAMP) $(SCAN_VENV)/.installed
 ## Run the state machine end to end on the local Kubernetes API and operator simulator;
 ## CLUSTER=local-real: on the e2e tier's real control plane (make e2e-build first; NAMESPACE, KINDS apply), the
 ## functions in the Lambda runtime (sam local start-lambda) when a Docker daemon can be had.
-demo: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build $(SAM_VENV)/bin/sam)
+## KINDS: the kinds the deployment allows (default: the input's own). A failing story's last line is its
+## verdict: make exits 2 with it (the story's own code, 3 for JobFailed, ... is python -m harness.demo's).
+DEMO_VERDICT := build/demo/verdict
+demo: demo-story
+	$(if $(filter-out 0,$(shell cat $(DEMO_VERDICT).code)),$(error $(or $(shell cat $(DEMO_VERDICT) 2>/dev/null),the demo did not run (exit $(shell cat $(DEMO_VERDICT).code)))))
+
+# The story itself: it never fails the recipe, so make prints no error line of its own; demo reads how it ended.
+demo-story: $(STAMP) $(if $(filter local-real,$(CLUSTER)),e2e-build $(SAM_VENV)/bin/sam)
+	@mkdir -p $(dir $(DEMO_VERDICT)) && rm -f $(DEMO_VERDICT)
 ifeq ($(CLUSTER),local-real)
-	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run --if-available -- $(BIN)/python -m e2e.demo \
-	  --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS)
+	@PYTHONPATH=layers/jobsync:notifier:cli:. $(BIN)/python -m lambda_runtime run --if-available -- $(BIN)/python -m e2e.demo \
+	  --scenario $(SCENARIO) --input $(INPUT) --namespace $(NAMESPACE) --kinds $(KINDS) --verdict-file $(DEMO_VERDICT); \
+	  echo $$? > $(DEMO_VERDICT).code
 else
-	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE))
+	@PYTHONPATH=layers/jobsync:notifier:cli:. $(BIN)/python -m harness.demo --scenario $(SCENARIO) --input $(INPUT) --mode $(MODE) $(if $(filter command line environment override,$(origin KINDS)),--kinds $(KINDS)) $(if $(KUBECONFIG_FILE),--kubeconfig $(KUBECONFIG_FILE)) --verdict-file $(DEMO_VERDICT); echo $$? > $(DEMO_VERDICT).code
 endif
 
 ## ruff, mypy --strict, and the import rules (lint-imports: [tool.importlinter] in pyproject.toml).

@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         default="containers",
         help="where the functions run (containers: sam local start-lambda, when Docker and the image are there)",
     )
+    parser.add_argument("--verdict-file", default=None, help="write the verdict here as one line (make demo)")
     args = parser.parse_args(argv)
     missing = missing_binaries()
     if missing:
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             cp.stop_operator()
         try:
             argv_demo = ["--scenario", args.scenario, "--input", str(input_file), "--kubeconfig", str(kubeconfig)]
+            argv_demo += ["--kinds", args.kinds]  # what the chart installed allows
+            argv_demo += ["--verdict-file", args.verdict_file] if args.verdict_file else []
             return demo.main(argv_demo, around=_in_containers(cp) if args.lambdas == "containers" else None)
         finally:
             done.set()

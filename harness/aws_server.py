@@ -36,7 +36,9 @@ class WerkzeugMotoServer:
             def log_request(self, *args: Any, **kwargs: Any) -> None:
                 pass
 
-        self.stacks: dict[str, str] = {}  # stack name -> StateMachineArn, when moto's CloudFormation cannot load
+        # Stack name -> its "Outputs" (StateMachineArn, RunJobsStateMachineArn, ...) and "Parameters", by key,
+        # when moto's CloudFormation cannot load.
+        self.stacks: dict[str, dict[str, dict[str, str]]] = {}
         self._server = make_server("127.0.0.1", 0, self._app, threaded=True, request_handler=QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="aws-server", daemon=True)
 
@@ -87,7 +89,11 @@ def _moto_cloudformation() -> bool:
 MOTO_CLOUDFORMATION = _moto_cloudformation()
 
 
-def _describe_stacks(stacks: dict[str, str], request: Any) -> Any:
+def _members(values: dict[str, str], key: str, value: str) -> str:
+    return "".join(f"<member><{key}>{k}</{key}><{value}>{v}</{value}></member>" for k, v in values.items())
+
+
+def _describe_stacks(stacks: dict[str, dict[str, dict[str, str]]], request: Any) -> Any:
     """DescribeStacks as CloudFormation answers it (query protocol), for the stacks the test created."""
     from werkzeug.wrappers import Response
 
@@ -104,8 +110,8 @@ def _describe_stacks(stacks: dict[str, str], request: Any) -> Any:
         f"<DescribeStacksResult><Stacks><member><StackName>{name}</StackName>"
         f"<StackId>arn:aws:cloudformation:us-east-1:123456789012:stack/{name}/1</StackId>"
         "<CreationTime>2025-01-01T00:00:00Z</CreationTime><StackStatus>CREATE_COMPLETE</StackStatus>"
-        "<Outputs><member><OutputKey>StateMachineArn</OutputKey>"
-        f"<OutputValue>{stacks[name]}</OutputValue></member></Outputs>"
+        f"<Outputs>{_members(stacks[name].get('Outputs', {}), 'OutputKey', 'OutputValue')}</Outputs>"
+        f"<Parameters>{_members(stacks[name].get('Parameters', {}), 'ParameterKey', 'ParameterValue')}</Parameters>"
         "</member></Stacks></DescribeStacksResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata>"
         "</DescribeStacksResponse>"
     )

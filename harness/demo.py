@@ -2,12 +2,23 @@
 
     python -m harness.demo [--scenario success|failure|restarting|image-pull-backoff|gpu-scale-up|never-schedulable|
                                       bad-image|timeout|operator-down]
-                           [--input events/run-job-input.json] [--kubeconfig PATH] [--mode poll|watch|callback]
+                           [--input events/run-job-input.json] [--kinds KINDS] [--kubeconfig PATH]
+                           [--mode poll|watch|callback] [--verdict-file PATH]
 
-Prints one line per poll (virtual time since submission, phase, reason, next
-wait) and, last, one JSON object: the execution's status, error, cause,
-output, and the jobs left in the cluster. Exits 0 only when the execution
-succeeded.
+Prints one line per look (virtual time since submission, phase, reason, what
+changed, what comes next) and, last, one JSON object: the execution's status,
+error, cause, output, and the jobs left in the cluster. In callback mode the
+notifier's log lines and the event that woke the wait are among the lines, at
+their time on the story's clock. A ``{"jobs": [...]}`` input runs RunJobs: a
+line per job as it changes, each naming its job (as ``jobsync run`` prints
+them), then the table of every job in input order. Any kind the deployment
+allows runs: ``--kinds`` (the input's own kinds by default); the simulator
+plays every Kubeflow training-operator v1 kind and batch/v1 Job.
+
+Exits with the code ``jobsync run`` gives the same end: 0 succeeded, 3 JobFailed,
+... (the worst job's for RunJobs), 2 for an input that cannot run at all.
+``--verdict-file`` gets the verdict as one line (``make demo`` ends a failing
+story with it).
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ import json
 import logging
 import os
 import sys
+import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager as ContextManager
@@ -26,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.local import LocalJobsync, RunResult
+from harness.story import Entry, notifier_entries, run_jobs_lines, story_lines
+from jobsync.core.outcome import EXIT_OTHER_ERROR, EXIT_SUCCEEDED, JOB_ERRORS
 
 # Each scenario: the simulator's timeline and, where the story needs it, settings.
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -55,6 +70,8 @@ MODES: dict[str, dict[str, str]] = {
     "watch": {"JOBSYNC_COMPLETION_MODE": "watch", "JOBSYNC_WATCH_SECONDS": "840"},
     "callback": {"JOBSYNC_COMPLETION_MODE": "callback"},
 }
+# The notifier's log as deployed (its Deployment's POWERTOOLS_LOG_LEVEL): its info lines are part of the story.
+NOTIFIER_ENV = {"POWERTOOLS_LOG_LEVEL": "INFO"}
 
 
 def clock_text(seconds: float) -> str:
@@ -62,52 +79,16 @@ def clock_text(seconds: float) -> str:
     return f"+{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def poll_lines(result: RunResult) -> list[str]:
-    """One line per Status answer: when it answered, the phase and reason, what changed, what comes next.
-
-    In watch mode a poll answers when the job changed (or the watch ran out), with no wait after it:
-    the line says what changed since the last answer instead of a wait.
-    """
-    lines, before = [], None
-    for i, poll in enumerate(result.polls):
-        now = (poll.phase, poll.reason)
-        if before is None:
-            changed = "first look"
-        elif now != before:
-            changed = f"was {before[0]} {before[1]}".rstrip() if now[0] != before[0] else f"was {before[1]}"
-        else:
-            changed = "no change"
-        if poll.wait_seconds:
-            after = f"next wait {poll.wait_seconds}s"
-        elif i == len(result.polls) - 1:
-            after = "done"
-        else:
-            after = "watching again"
-        answered = poll.answered if poll.answered is not None else poll.at
-        lines.append(
-            f"{clock_text(answered - result.started_at)}  {poll.phase:<10} {poll.reason:<28} {changed}; {after}"
-        )
-        before = now
-    return lines
-
-
 def summary(result: RunResult) -> dict[str, Any]:
-    """The result line: a JSON Cause (every Job* failure's) as an object, not a string inside a string."""
+    """The result line: a JSON Cause as an object, not a string inside a string; a Lambda error's message and
+    type without its stack trace (a refusal is the story, not a fault)."""
     out = result.summary()
     if isinstance(out["cause"], str):
         with contextlib.suppress(ValueError):
             out["cause"] = json.loads(out["cause"])
+    if isinstance(out["cause"], dict) and "stackTrace" in out["cause"]:
+        out["cause"] = {k: v for k, v in out["cause"].items() if k in ("errorType", "errorMessage")}
     return out
-
-
-def print_run(result: RunResult, out: Any = None, children: list[dict[str, Any]] | None = None) -> None:
-    out = out or sys.stdout
-    for line in poll_lines(result):
-        print(line, file=out)
-    line = summary(result)
-    if children is not None:  # RunJobs: each job's phase, from the run's output or its JobsFailed cause
-        line["jobs"] = run_jobs_phases(result, children)
-    print(json.dumps(line), file=out)
 
 
 def quiet_interpreter() -> None:
@@ -116,10 +97,155 @@ def quiet_interpreter() -> None:
     logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL + 1)
 
 
-def run_jobs_phases(result: RunResult, children: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each child execution's status and error, and the run's summary when it has one."""
+def input_kinds(execution_input: Any) -> str:
+    """The kinds an input's jobs are (``apiVersion/Kind``, comma-separated), "" when it names none."""
+    entries = execution_input.get("jobs") if isinstance(execution_input, dict) else None
+    jobs = [e.get("job") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    if isinstance(execution_input, dict) and "job" in execution_input:
+        jobs = [execution_input["job"]]
+    kinds = []
+    for job in jobs:
+        if isinstance(job, dict) and isinstance(job.get("apiVersion"), str) and isinstance(job.get("kind"), str):
+            kind = f"{job['apiVersion']}/{job['kind']}"
+            kinds += [] if kind in kinds else [kind]
+    return ",".join(kinds)
+
+
+def exit_code(status: str, error: str | None, children: list[int] | None = None) -> int:
+    """``jobsync run``'s code for this end; for RunJobs the worst job's (``jobsync_cli.runjobs.worst``)."""
+    if children:
+        from jobsync_cli.runjobs import worst
+
+        return worst(children)
+    if status == "SUCCEEDED":
+        return EXIT_SUCCEEDED
+    return JOB_ERRORS.get(error or "", EXIT_OTHER_ERROR)
+
+
+def verdict(result: RunResult, code: int) -> str:
+    """The story's end in one line: how it ended, why, and the exit code."""
+    if result.status == "SUCCEEDED":
+        return f"the story ended SUCCEEDED (exit {code})"
+    cause = summary(result)["cause"]
+    why = ""
+    if isinstance(cause, dict):
+        why = str(cause.get("message") or cause.get("errorMessage") or "")
+        if not why and isinstance(cause.get("summary"), dict):
+            why = ", ".join(f"{k} {v}" for k, v in cause["summary"].items() if v)
+    elif isinstance(cause, str):
+        why = cause
+    return f"the story ended {result.status}: {result.error}" + (f": {why}" if why else "") + f" (exit {code})"
+
+
+def main(argv: list[str] | None = None, around: Callable[[LocalJobsync], ContextManager[Any]] | None = None) -> int:
+    """``around``: entered with the started LocalJobsync, for the run (e2e.demo: the functions in containers)."""
+    parser = argparse.ArgumentParser(prog="python -m harness.demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="success")
+    parser.add_argument("--input", default="events/run-job-input.json", help="the execution input (JSON)")
+    parser.add_argument("--kinds", default="", help="the kinds allowed (default: the input's own kinds)")
+    parser.add_argument("--kubeconfig", help="run against the cluster of this kubeconfig instead of the simulator")
+    parser.add_argument(
+        "--mode",
+        choices=sorted(MODES),
+        default="poll",
+        help="how the execution learns the job ended (callback runs the notifier as a process beside the cluster's "
+        "API; its log lines are printed with the story's)",
+    )
+    parser.add_argument("--verdict-file", default=None, help="write the verdict here as one line")
+    args = parser.parse_args(argv)
+
+    def refuse(what: str) -> int:
+        print(json.dumps({"error": "InvalidInput", "cause": what}))
+        if args.verdict_file:
+            Path(args.verdict_file).write_text(f"the story did not run: {what} (exit 2)\n")
+        return 2
+
+    try:
+        execution_input = json.loads(Path(args.input).read_text())
+    except (OSError, ValueError) as exc:
+        return refuse(f"{args.input}: {exc}")
+    kinds = args.kinds or os.environ.get("JOBSYNC_ALLOWED_KINDS") or input_kinds(execution_input) or "PyTorchJob"
+    from jobsync.settings import parse_allowed_kinds
+
+    try:
+        parse_allowed_kinds(kinds, source="KINDS")
+    except ValueError as exc:
+        return refuse(str(exc))
+    kubeconfig = os.path.abspath(args.kubeconfig) if args.kubeconfig else None
+    if kubeconfig:
+        failure = _unreachable(kubeconfig)
+        if failure:
+            return refuse(failure)
+        print(f"running against {kubeconfig} on the wall clock; the scenario is the cluster's", file=sys.stderr)
+    scenario = SCENARIOS[args.scenario]
+    quiet_interpreter()
+    # Quiet unless the caller asks for more (POWERTOOLS_LOG_LEVEL=DEBUG make demo).
+    quiet = {name: value for name, value in QUIET.items() if name not in os.environ}
+    env = {**quiet, **MODES[args.mode], **({"KUBECONFIG": kubeconfig} if kubeconfig else {})}
+    if kubeconfig:
+        # A real cluster's deployment: its namespace and bounds come from the environment
+        # (JOBSYNC_NAMESPACE, ...), not the simulator's defaults.
+        env.update({key: value for key, value in os.environ.items() if key.startswith("JOBSYNC_")})
+    env["JOBSYNC_ALLOWED_KINDS"] = kinds
+    # A {"jobs": [...]} input runs RunJobs; each job names its scenario (the test-only jobsync.local/scenario
+    # annotation), and the status change events of its children reach the cleanup function, as in the stack.
+    several = isinstance(execution_input, dict) and "jobs" in execution_input
+    with tempfile.TemporaryDirectory(prefix="jobsync-demo-") as tmp:
+        log = Path(tmp) / "notifier.log"
+        with (
+            LocalJobsync(
+                scenario["sim"],
+                scenario["timings"],
+                env=env,
+                kubeconfig=kubeconfig,
+                execution_events=several,
+                notifier_log=log,
+                notifier_env=NOTIFIER_ENV,
+            ) as local,
+            around(local) if around else contextlib.nullcontext(),
+        ):
+            # The story's clock against the wall's, so the notifier's log lines (wall time) find their place.
+            samples: list[tuple[float, float]] = [(time.time(), local.clock.now())]
+            local.clock.on_advance(lambda now: samples.append((time.time(), now)))
+            name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
+            # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.
+            with contextlib.redirect_stdout(io.StringIO()):
+                if several:
+                    result = local.run_jobs(execution_input, name=name, timeout_s=None if kubeconfig else 600)
+                else:
+                    result = local.run(execution_input, name=name, timeout_s=None if kubeconfig else 600)
+            assert local.sfn is not None
+            if several:
+                lines, reader = run_jobs_lines(local.sfn, result.execution_arn, execution_input)
+                children = [c.exit_code for c in reader.ordered() if c.exit_code is not None]
+            else:
+                extra: list[Entry] = notifier_entries(local.notifier.log_lines() if local.notifier else [], samples)
+                lines, reader, children = story_lines(local.sfn.invocations, result, extra), None, None
+    for line in lines:
+        print(line)
+    line = summary(result)
+    if reader is not None:  # RunJobs: each job in input order, by its job's name, and the run's summary
+        line["jobs"] = _jobs_report(result, reader)
+    print(json.dumps(line))
+    code = exit_code(result.status, result.error, children)
+    if args.verdict_file:
+        Path(args.verdict_file).write_text(verdict(result, code) + "\n")
+    return code
+
+
+def _jobs_report(result: RunResult, reader: Any) -> dict[str, Any]:
     report: dict[str, Any] = {
-        "children": [{"name": c["name"], "status": c["status"], "error": c.get("error")} for c in children]
+        "children": [
+            {
+                "index": child.index,
+                "job": child.job,
+                "execution": child.execution,
+                "status": child.outcome.status if child.outcome else None,
+                "phase": child.phase,
+                "error": child.outcome.error if child.outcome else None,
+            }
+            for child in reader.ordered()
+        ]
     }
     source = result.output
     if source is None and result.error == "JobsFailed" and result.cause:
@@ -130,57 +256,17 @@ def run_jobs_phases(result: RunResult, children: list[dict[str, Any]]) -> dict[s
     return report
 
 
-def main(argv: list[str] | None = None, around: Callable[[LocalJobsync], ContextManager[Any]] | None = None) -> int:
-    """``around``: entered with the started LocalJobsync, for the run (e2e.demo: the functions in containers)."""
-    parser = argparse.ArgumentParser(prog="python -m harness.demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="success")
-    parser.add_argument("--input", default="events/run-job-input.json", help="the execution input (JSON)")
-    parser.add_argument("--kubeconfig", help="run against the cluster of this kubeconfig instead of the simulator")
-    parser.add_argument(
-        "--mode",
-        choices=sorted(MODES),
-        default="poll",
-        help="how the execution learns the job ended (callback runs the notifier as a process beside the cluster's "
-        "API; its log goes to standard error)",
-    )
-    args = parser.parse_args(argv)
+def _unreachable(kubeconfig: str) -> str | None:
+    """Why the kubeconfig's API server cannot be reached, at once; None when it answers."""
+    from jobsync.cluster.connection import check_reachable
+    from jobsync.errors import JobsyncError
+    from jobsync.run.wait import kubeconfig_settings
 
     try:
-        execution_input = json.loads(Path(args.input).read_text())
-    except (OSError, ValueError) as exc:
-        print(json.dumps({"error": "InvalidInput", "cause": f"{args.input}: {exc}"}))
-        return 2
-    scenario = SCENARIOS[args.scenario]
-    quiet_interpreter()
-    kubeconfig = args.kubeconfig or None
-    if kubeconfig:
-        print(f"running against {kubeconfig} on the wall clock; the scenario is the cluster's", file=sys.stderr)
-    # Quiet unless the caller asks for more (POWERTOOLS_LOG_LEVEL=DEBUG make demo).
-    quiet = {name: value for name, value in QUIET.items() if name not in os.environ}
-    env = {**quiet, **MODES[args.mode], **({"KUBECONFIG": os.path.abspath(kubeconfig)} if kubeconfig else {})}
-    if kubeconfig:
-        # A real cluster's deployment: its namespace, allowed kinds and bounds come from the environment
-        # (JOBSYNC_NAMESPACE, JOBSYNC_ALLOWED_KINDS, ...), not the simulator's defaults.
-        env.update({key: value for key, value in os.environ.items() if key.startswith("JOBSYNC_")})
-    # A {"jobs": [...]} input runs RunJobs; each job names its scenario (the test-only jobsync.local/scenario
-    # annotation), and the status change events of its children reach the cleanup function, as in the stack.
-    several = isinstance(execution_input, dict) and "jobs" in execution_input
-    with (
-        LocalJobsync(
-            scenario["sim"], scenario["timings"], env=env, kubeconfig=kubeconfig, execution_events=several
-        ) as local,
-        around(local) if around else contextlib.nullcontext(),
-    ):
-        name = f"demo-{args.scenario}-{uuid.uuid4().hex[:8]}"
-        # Powertools prints its cold-start metric even when metrics are off: keep it out of the output.
-        with contextlib.redirect_stdout(io.StringIO()):
-            if several:
-                result = local.run_jobs(execution_input, name=name, timeout_s=None if kubeconfig else 600)
-                children = [local.sfn.wait(arn, timeout_s=60) for arn in local.children(result.execution_arn)]
-            else:
-                result = local.run(execution_input, name=name, timeout_s=None if kubeconfig else 600)
-    print_run(result, children=children if several else None)
-    return 0 if result.status == "SUCCEEDED" else 1
+        check_reachable(kubeconfig_settings(kubeconfig))
+    except JobsyncError as exc:
+        return str(exc)
+    return None
 
 
 if __name__ == "__main__":

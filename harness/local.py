@@ -475,16 +475,31 @@ class LocalJobsync(LocalStack):
         return polls
 
     def jobs_left(self) -> list[dict[str, str]]:
-        """The PyTorchJobs still in the simulated cluster, with the phase jobsync would give them."""
-        if not self.api:
-            return []
-        from jobsync import evaluate
+        """The jobs still in the cluster, of every allowed kind, with the phase jobsync would give them.
 
+        In the local API, every job of those kinds; on a real cluster (a kubeconfig), the ones jobsync created
+        (its managed-by label), read through the run's own cluster settings.
+        """
+        from jobsync import evaluate
+        from jobsync.cluster.connection import get_api_client
+        from jobsync.cluster.jobs import KubeJobs
+        from jobsync.core.ours import MANAGED_BY
+
+        settings = Settings.from_env()
+        kinds = [spec for spec in settings.allowed_kinds if spec.plural]
+        if self.api:
+            found = [job for spec in kinds for job in self.api.objects(spec.group, spec.version, spec.plural or "")]
+        elif self.kubeconfig:
+            cluster = KubeJobs(get_api_client())
+            selector = f"{MANAGED_BY}=jobsync"
+            found = [job for spec in kinds for job in cluster.list_jobs(spec, settings.namespace, selector)]
+        else:
+            return []
         return [
             {
                 "namespace": job["metadata"]["namespace"],
                 "name": job["metadata"]["name"],
                 "phase": str(evaluate(job).phase),
             }
-            for job in self.api.objects("kubeflow.org", "v1", "pytorchjobs")
+            for job in found
         ]

@@ -1,17 +1,69 @@
-"""What the training-operator and the kubelet write, as ``harness.operator_sim`` writes it: conditions, pods, logs.
+"""What the training-operator, the job controller and the kubelet write, as ``harness.operator_sim`` writes it.
 
-Condition handling copies the operator's pkg/util/status.go; pods, their container states and the
+Condition handling copies the training-operator's pkg/util/status.go; pods, their container states and the
 termination message look like what the kubelet reports (the e2e tier checks them against the real ones).
+Each kind the simulator runs is one ``Operator`` row: the six Kubeflow training-operator v1 kinds (their
+replica specs, replica types, container and condition words), and ``batch/v1`` Job (the job controller's
+pods: one template, ``parallelism`` of them, a generated name each).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 Obj = dict[str, Any]
 
 GROUP, VERSION, PLURAL, KIND = "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"
+
+
+@dataclass(frozen=True)
+class Operator:
+    """What differs between the kinds the simulator runs."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    replica_specs: str | None  # the spec's field of replica specs; None: a batch/v1 Job
+    types: tuple[str, ...]  # the replica types, in the order the leading replica is looked for
+    container: str  # the main container's name (the operator's default); a Job's is its template's first
+    controller: str = ""  # the operator-name label
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def batch(self) -> bool:
+        return self.replica_specs is None
+
+
+def _kubeflow(kind: str, field: str, types: tuple[str, ...], container: str) -> Operator:
+    return Operator(
+        "kubeflow.org", "v1", kind.lower() + "s", kind, field, types, container, f"{kind.lower()}-controller"
+    )
+
+
+OPERATORS: tuple[Operator, ...] = (
+    _kubeflow("PyTorchJob", "pytorchReplicaSpecs", ("Master", "Worker"), "pytorch"),
+    _kubeflow("TFJob", "tfReplicaSpecs", ("Chief", "Master", "Worker", "PS", "Evaluator"), "tensorflow"),
+    _kubeflow("MPIJob", "mpiReplicaSpecs", ("Launcher", "Worker"), "mpi"),
+    _kubeflow("XGBoostJob", "xgbReplicaSpecs", ("Master", "Worker"), "xgboost"),
+    _kubeflow("PaddleJob", "paddleReplicaSpecs", ("Master", "Worker"), "paddle"),
+    _kubeflow("JAXJob", "jaxReplicaSpecs", ("Worker",), "jax"),
+    Operator("batch", "v1", "jobs", "Job", None, ("",), ""),
+)
+_BY_KIND = {(op.api_version, op.kind): op for op in OPERATORS}
+
+
+def operator_of(job: Obj) -> Operator:
+    """The row of the job's kind; PyTorchJob's for an object that names none it knows."""
+    return _BY_KIND.get((str(job.get("apiVersion")), str(job.get("kind"))), OPERATORS[0])
+
+
 # What the leading replica's container writes to /dev/termination-log: the pod's
 # state.terminated.message once it ends, kept to its last 4096 bytes as the kubelet does
 # (tail.ReadAtMost), unless TERMINATION_UNCAPPED_ANNOTATION is "true" (to test jobsync's own bound).
@@ -79,41 +131,88 @@ def set_condition(status: Obj, ctype: str, reason: str, message: str, at: str) -
 
 
 def _replicas(job: Obj) -> dict[str, int]:
-    """{"Master": 1, "Worker": N} from the spec; a missing replicas field means 1, as the operator defaults it."""
-    specs = (job.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+    """{"Master": 1, "Worker": N} from the spec; a missing replicas field means 1, as the operator defaults it.
+
+    A batch/v1 Job: {"": parallelism} (1 when unset).
+    """
+    op = operator_of(job)
+    spec = job.get("spec") or {}
+    if op.batch:
+        parallelism = spec.get("parallelism", 1)
+        return {"": int(parallelism) if parallelism is not None else 1}
+    specs = spec.get(op.replica_specs or "") or {}
     out = {}
-    for rtype in ("Master", "Worker"):
-        if rtype in specs:
-            replicas = specs[rtype].get("replicas", 1)
-            out[rtype] = int(replicas) if replicas is not None else 1
+    for rtype in sorted(specs, key=lambda t: op.types.index(t) if t in op.types else len(op.types)):
+        replicas = (specs[rtype] or {}).get("replicas", 1)
+        out[rtype] = int(replicas) if replicas is not None else 1
     return out
 
 
+def _template_spec(job: Obj, rtype: str) -> Obj:
+    op = operator_of(job)
+    spec = job.get("spec") or {}
+    template = (
+        spec.get("template")
+        if op.batch
+        else ((spec.get(op.replica_specs or "") or {}).get(rtype) or {}).get("template")
+    )
+    return (template or {}).get("spec") or {}
+
+
+def container_name(job: Obj, rtype: str = "") -> str:
+    """The main container's name: the operator's default for a Kubeflow kind, a Job template's first container's."""
+    op = operator_of(job)
+    if not op.batch:
+        return op.container
+    containers = _template_spec(job, rtype).get("containers") or [{}]
+    return str(containers[0].get("name") or "main")
+
+
 def _container_spec(job: Obj, rtype: str) -> Obj:
-    spec = ((job["spec"]["pytorchReplicaSpecs"].get(rtype) or {}).get("template") or {}).get("spec") or {}
-    containers = spec.get("containers") or [{}]
-    chosen = next((c for c in containers if c.get("name") == CONTAINER), containers[0])
-    return {**copy.deepcopy(chosen), "name": CONTAINER}
+    name = container_name(job, rtype)
+    containers = _template_spec(job, rtype).get("containers") or [{}]
+    chosen = next((c for c in containers if c.get("name") == name), containers[0])
+    return {**copy.deepcopy(chosen), "name": name}
 
 
-def _pod_name(job: str, rtype: str, index: int) -> str:
+def _pod_name(job: str, rtype: str, index: int, uid: str = "") -> str:
+    """``<job>-<type>-<index>`` as the training-operator names a replica's pod; a Job's pod gets a suffix of its
+    own (the job controller's is random; here it derives from the job's uid, so a run is reproducible)."""
+    if not rtype:
+        suffix = hashlib.sha256(f"{uid}/{index}".encode()).hexdigest()
+        return f"{job}-{''.join('bcdfghjklmnpqrstvwxz2456789'[int(c, 16)] for c in suffix[:5])}"
     return f"{job}-{rtype.lower()}-{index}"
 
 
-def build_pod(job: Obj, rtype: str, index: int, at: str) -> Obj:
-    """A pod as the operator creates it: labels, owner reference, the replica's template."""
+def pod_name(job: Obj, rtype: str, index: int) -> str:
+    """The name of the job's pod for replica ``rtype`` ``index`` (see ``_pod_name``)."""
     meta = job["metadata"]
-    labels = {
-        f"{LABEL_PREFIX}/job-name": meta["name"],
-        f"{LABEL_PREFIX}/operator-name": "pytorchjob-controller",
-        f"{LABEL_PREFIX}/replica-type": rtype.lower(),
-        f"{LABEL_PREFIX}/replica-index": str(index),
-    }
-    if rtype == "Master":
-        labels[f"{LABEL_PREFIX}/job-role"] = "master"
+    return _pod_name(meta["name"], rtype, index, meta.get("uid", ""))
+
+
+def build_pod(job: Obj, rtype: str, index: int, at: str) -> Obj:
+    """A pod as the operator (or the job controller) creates it: labels, owner reference, the replica's template."""
+    meta = job["metadata"]
+    op = operator_of(job)
+    if op.batch:
+        labels = {
+            "batch.kubernetes.io/job-name": meta["name"],
+            "job-name": meta["name"],
+            "batch.kubernetes.io/controller-uid": meta["uid"],
+            "controller-uid": meta["uid"],
+        }
+    else:
+        labels = {
+            f"{LABEL_PREFIX}/job-name": meta["name"],
+            f"{LABEL_PREFIX}/operator-name": op.controller,
+            f"{LABEL_PREFIX}/replica-type": rtype.lower(),
+            f"{LABEL_PREFIX}/replica-index": str(index),
+        }
+        if rtype == op.types[0] and len(op.types) > 1:
+            labels[f"{LABEL_PREFIX}/job-role"] = "master"
     owner = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": KIND,
+        "apiVersion": op.api_version,
+        "kind": op.kind,
         "name": meta["name"],
         "uid": meta["uid"],
         "controller": True,
@@ -124,13 +223,13 @@ def build_pod(job: Obj, rtype: str, index: int, at: str) -> Obj:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": _pod_name(meta["name"], rtype, index),
+            "name": pod_name(job, rtype, index),
             "namespace": meta["namespace"],
             "labels": labels,
             "ownerReferences": [owner],
         },
         "spec": {"containers": [container], "restartPolicy": "Never", "schedulerName": "default-scheduler"},
-        "status": pod_status("pending", container.get("image", ""), at),
+        "status": pod_status("pending", container.get("image", ""), at, container=container["name"]),
     }
 
 
@@ -138,8 +237,9 @@ def _cond(ctype: str, status: str, at: str, **extra: str) -> Obj:
     return {"type": ctype, "status": status, "lastProbeTime": None, "lastTransitionTime": at, **extra}
 
 
-def pod_status(state: str, image: str, at: str, restarts: int = 0) -> Obj:
-    """What the kubelet reports for a pod in ``state``."""
+def pod_status(state: str, image: str, at: str, restarts: int = 0, container: str = CONTAINER) -> Obj:
+    """What the kubelet reports for a pod in ``state`` (its one container named ``container``)."""
+    name = container
     scheduled = _cond("PodScheduled", "True", at)
     if state in ("unschedulable", "unschedulable-no-fit"):
         message = NO_FIT_MESSAGE if state == "unschedulable-no-fit" else UNSCHEDULABLE_MESSAGE
@@ -150,7 +250,7 @@ def pod_status(state: str, image: str, at: str, restarts: int = 0) -> Obj:
             "qosClass": "Burstable",
         }
     base: Obj = {"hostIP": "10.0.12.34", "podIP": "10.0.13.7", "startTime": at, "qosClass": "Burstable"}
-    container: Obj = {"name": CONTAINER, "image": image, "imageID": "", "restartCount": restarts}
+    container: Obj = {"name": name, "image": image, "imageID": "", "restartCount": restarts}
     not_ready = [_cond("Initialized", "True", at), _cond("Ready", "False", at), _cond("ContainersReady", "False", at)]
     if state in ("pending", "ErrImagePull", "ImagePullBackOff", "ErrImagePull-missing", "ImagePullBackOff-missing"):
         if state == "pending":
@@ -195,8 +295,10 @@ def pod_status(state: str, image: str, at: str, restarts: int = 0) -> Obj:
 
 
 def _leader(job: Obj) -> tuple[str, int]:
-    """The leading replica: Master 0, else Worker 0 (the pod whose termination message is the job's result)."""
-    return ("Master", 0) if "Master" in _replicas(job) else ("Worker", 0)
+    """The leading replica: the first of the kind's types the job has, index 0 (PyTorchJob: Master, else Worker):
+    the pod whose termination message is the job's result."""
+    replicas = _replicas(job)
+    return next(((rtype, 0) for rtype in operator_of(job).types if rtype in replicas), (next(iter(replicas), ""), 0))
 
 
 def termination_message(job: Obj) -> str | None:
@@ -212,13 +314,13 @@ def termination_message(job: Obj) -> str | None:
 
 
 def _failing_type(job: Obj) -> str:
-    """The replica type whose first pod fails: a worker when there is one, else the master."""
-    return "Worker" if _replicas(job).get("Worker") else "Master"
+    """The replica type whose first pod fails: a worker when there is one, else the leader."""
+    return "Worker" if _replicas(job).get("Worker") else _leader(job)[0]
 
 
 def _training_log(rtype: str, index: int, done: bool) -> str:
     lines = [
-        f"INFO: {rtype.lower()}-{index} starting, WORLD_SIZE and RANK from the operator's environment",
+        f"INFO: {(rtype or 'pod').lower()}-{index} starting, WORLD_SIZE and RANK from the operator's environment",
         "Train Epoch: 1 [0/60000 (0%)]\tloss=2.3000",
         "Train Epoch: 1 [6400/60000 (11%)]\tloss=0.6412",
     ]

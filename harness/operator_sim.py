@@ -1,4 +1,4 @@
-"""A step-driven stand-in for the Kubeflow training-operator v1.9, for PyTorchJobs in a KubeAPI.
+"""A step-driven stand-in for the Kubeflow training-operator v1.9 (every v1 kind) and the batch/v1 job controller.
 
 Each job follows a named scenario: a timeline of stages (Created, Running,
 Succeeded, ...) at offsets in seconds from when the simulator first saw it.
@@ -22,22 +22,22 @@ from dataclasses import dataclass
 from harness.kubeapi import KubeAPI, rfc3339
 from harness.operator_objects import (
     CONTAINER,
-    GROUP,
     LABEL_PREFIX,
     MANIFEST_UNKNOWN,
     NO_FIT_MESSAGE,
-    PLURAL,
+    OPERATORS,
     TERMINATION_MESSAGE_ANNOTATION,
     TERMINATION_UNCAPPED_ANNOTATION,
     UNSCHEDULABLE_MESSAGE,
-    VERSION,
     Obj,
     _failing_type,
     _leader,
-    _pod_name,
     _replicas,
     _training_log,
     build_pod,
+    container_name,
+    operator_of,
+    pod_name,
     pod_status,
     set_condition,
     termination_message,
@@ -116,6 +116,7 @@ class _Track:
     namespace: str
     name: str
     uid: str
+    key: tuple[str, str, str]  # the kind's (group, version, plural)
     scenario: str
     timings: dict[str, float]
     t0: float
@@ -157,7 +158,7 @@ def timeline(scenario: str, t: dict[str, float]) -> list[tuple[float, str]]:
 
 
 class OperatorSim:
-    """Advance every PyTorchJob in ``api`` along its scenario, one ``step()`` at a time."""
+    """Advance every job of the kinds it runs (``OPERATORS``) in ``api`` along its scenario, a ``step()`` at a time."""
 
     def __init__(
         self, api: KubeAPI, clock: Callable[[], float] | None = None, default_scenario: str = "success"
@@ -186,14 +187,14 @@ class OperatorSim:
 
     def step(self) -> None:
         now = self.clock()
-        jobs = self.api.objects(GROUP, VERSION, PLURAL)
+        jobs = [job for op in OPERATORS for job in self.api.objects(op.group, op.version, op.plural)]
         live = {job["metadata"]["uid"] for job in jobs}
         for uid in set(self._tracks) - live:
             del self._tracks[uid]  # deleted: never touched again
         for job in jobs:
             track = self._tracks.get(job["metadata"]["uid"]) or self._track(job, now)
             with self.api.lock:  # the job cannot be deleted half-way through its update
-                current = self.api.get((GROUP, VERSION, PLURAL, track.namespace, track.name))
+                current = self.api.get((*track.key, track.namespace, track.name))
                 if current is None or current["metadata"]["uid"] != track.uid:
                     continue
                 self._advance(track, current, now)
@@ -237,7 +238,10 @@ class OperatorSim:
         # The timeline starts at creation, so a clock that jumped before the first step still replays every stage.
         created = _parse_time(meta.get("creationTimestamp"))
         start = min(now, created) if created is not None else now
-        track = _Track(meta["namespace"], meta["name"], meta["uid"], scenario, merged, start)
+        op = operator_of(job)
+        track = _Track(
+            meta["namespace"], meta["name"], meta["uid"], (op.group, op.version, op.plural), scenario, merged, start
+        )
         self._tracks[track.uid] = track
         return track
 
@@ -262,31 +266,34 @@ class OperatorSim:
                 self._set_pods(job, lambda _rtype, _i: state, rfc3339(now))
 
     def _write(self, track: _Track, job: Obj, status: Obj, now: float) -> None:
-        status["lastReconcileTime"] = rfc3339(now)
-        status["replicaStatuses"] = self._replica_statuses(job)
-        self.api.update_status((GROUP, VERSION, PLURAL, track.namespace, track.name), status, uid=track.uid)
+        if operator_of(job).batch:
+            status.update(self._job_counts(job))
+        else:
+            status["lastReconcileTime"] = rfc3339(now)
+            status["replicaStatuses"] = self._replica_statuses(job)
+        self.api.update_status((*track.key, track.namespace, track.name), status, uid=track.uid)
 
     def _hold(self, track: _Track, job: Obj, status: Obj, now: float) -> bool:
         """``runPolicy.suspend`` as the operator's common/job.go reads it (a queue such as Kueue sets and clears it):
         suspended, the job's pods are deleted, Running turns False, Suspended True; resumed, Suspended turns False,
         ``startTime`` is now, and the scenario's timeline starts again from its beginning. True while it holds."""
-        name, at = track.name, rfc3339(now)
+        name, at, kind = track.name, rfc3339(now), job.get("kind", "PyTorchJob")
         if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend") is True:
             if track.held:
                 return True
             for rtype, count in _replicas(job).items():
                 for i in range(count):
                     self.api.delete(self._pod_key(job, rtype, i))
-            message = f"PyTorchJob {name} is suspended."
+            message = f"{kind} {name} is suspended."
             if not any(c["type"] == "Created" for c in status.get("conditions") or []):
-                set_condition(status, "Created", "PyTorchJobCreated", f"PyTorchJob {name} is created.", at)
-            _set_false(status, "Running", "PyTorchJobSuspended", message, at)
-            set_condition(status, "Suspended", "PyTorchJobSuspended", message, at)
+                set_condition(status, "Created", f"{kind}Created", f"{kind} {name} is created.", at)
+            _set_false(status, "Running", f"{kind}Suspended", message, at)
+            set_condition(status, "Suspended", f"{kind}Suspended", message, at)
             track.held = True
             self._write(track, job, status, now)
             return True
         if track.held:
-            _set_false(status, "Suspended", "PyTorchJobResumed", f"PyTorchJob {name} is resumed.", at)
+            _set_false(status, "Suspended", f"{kind}Resumed", f"{kind} {name} is resumed.", at)
             status["startTime"] = at
             track.held, track.t0, track.applied = False, now, 0
             self._write(track, job, status, now)
@@ -295,8 +302,9 @@ class OperatorSim:
     # stages -----------------------------------------------------------------
 
     def _stage_created(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
-        ns, name = track.namespace, track.name
-        set_condition(status, "Created", "PyTorchJobCreated", f"PyTorchJob {ns}/{name} is created.", at)
+        ns, name, kind = track.namespace, track.name, operator_of(job).kind
+        if not operator_of(job).batch:  # the job controller writes no Created condition, only its counts
+            set_condition(status, "Created", f"{kind}Created", f"{kind} {ns}/{name} is created.", at)
         status.setdefault("startTime", at)
         for rtype, count in _replicas(job).items():
             for i in range(count):
@@ -335,49 +343,67 @@ class OperatorSim:
             self._event(pod, "Warning", "Failed", "Error: ErrImagePull", "kubelet", at)
 
     def _stage_running(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
-        ns, name = track.namespace, track.name
+        ns, name, kind = track.namespace, track.name, operator_of(job).kind
         if track.restarts:
             # The failed worker's pod is deleted and recreated by the operator.
             self.api.delete(self._pod_key(job, _failing_type(job), 0))
             self._put_pod(build_pod(job, _failing_type(job), 0, at))
         self._set_pods(job, lambda _rtype, _i: "running", at)
-        for rtype, count in _replicas(job).items():
-            for i in range(count):
-                self.api.set_pod_log(ns, _pod_name(name, rtype, i), CONTAINER, _training_log(rtype, i, done=False))
-        set_condition(status, "Running", "PyTorchJobRunning", f"PyTorchJob {ns}/{name} is running.", at)
+        self._set_logs(job, done=False)
+        if not operator_of(job).batch:
+            set_condition(status, "Running", f"{kind}Running", f"{kind} {ns}/{name} is running.", at)
 
     def _stage_succeeded(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
-        ns, name = track.namespace, track.name
+        ns, name, kind = track.namespace, track.name, operator_of(job).kind
         self._set_pods(job, lambda _rtype, _i: "succeeded", at)
-        for rtype, count in _replicas(job).items():
-            for i in range(count):
-                self.api.set_pod_log(ns, _pod_name(name, rtype, i), CONTAINER, _training_log(rtype, i, done=True))
-        set_condition(status, "Succeeded", "PyTorchJobSucceeded", f"PyTorchJob {ns}/{name} successfully completed.", at)
+        self._set_logs(job, done=True)
+        if operator_of(job).batch:  # the job controller: the success criteria first, then Complete
+            reached = ("CompletionsReached", "Reached expected number of succeeded pods")
+            _batch_condition(status, "SuccessCriteriaMet", *reached, at)
+            _batch_condition(status, "Complete", *reached, at)
+        else:
+            set_condition(status, "Succeeded", f"{kind}Succeeded", f"{kind} {ns}/{name} successfully completed.", at)
         status["completionTime"] = at
 
     def _stage_failed(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
-        ns, name, rtype = track.namespace, track.name, _failing_type(job)
+        ns, name, rtype, kind = track.namespace, track.name, _failing_type(job), operator_of(job).kind
         self._fail_first(job, rtype, at)
-        message = f"PyTorchJob {ns}/{name} is failed because 1 {rtype} replica(s) failed."
-        set_condition(status, "Failed", "PyTorchJobFailed", message, at)
+        if operator_of(job).batch:
+            limit = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+            _batch_condition(status, "FailureTarget", *limit, at)
+            _batch_condition(status, "Failed", *limit, at)
+            return
+        message = f"{kind} {ns}/{name} is failed because 1 {rtype} replica(s) failed."
+        set_condition(status, "Failed", f"{kind}Failed", message, at)
         status["completionTime"] = at
 
     def _stage_restarting(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
-        ns, name, rtype = track.namespace, track.name, _failing_type(job)
+        ns, name, rtype, kind = track.namespace, track.name, _failing_type(job), operator_of(job).kind
         self._fail_first(job, rtype, at)
         track.restarts += 1
-        message = f"PyTorchJob {ns}/{name} is restarting because 1 {rtype} replica(s) failed."
-        set_condition(status, "Restarting", "PyTorchJobRestarting", message, at)
+        if not operator_of(job).batch:  # a Job's failed pod only counts in status.failed; a new one replaces it
+            message = f"{kind} {ns}/{name} is restarting because 1 {rtype} replica(s) failed."
+            set_condition(status, "Restarting", f"{kind}Restarting", message, at)
 
     def _stage_suspended(self, track: _Track, job: Obj, status: Obj, at: str) -> None:
-        ns, name = track.namespace, track.name
-        set_condition(status, "Created", "PyTorchJobCreated", f"PyTorchJob {ns}/{name} is created.", at)
-        set_condition(status, "Suspended", "PyTorchJobSuspended", f"PyTorchJob {ns}/{name} is suspended.", at)
+        ns, name, kind = track.namespace, track.name, operator_of(job).kind
+        if operator_of(job).batch:
+            _batch_condition(status, "Suspended", "JobSuspended", "Job suspended", at)
+            return
+        set_condition(status, "Created", f"{kind}Created", f"{kind} {ns}/{name} is created.", at)
+        set_condition(status, "Suspended", f"{kind}Suspended", f"{kind} {ns}/{name} is suspended.", at)
+
+    def _set_logs(self, job: Obj, done: bool) -> None:
+        ns = job["metadata"]["namespace"]
+        for rtype, count in _replicas(job).items():
+            for i in range(count):
+                log = _training_log(rtype, i, done=done)
+                self.api.set_pod_log(ns, pod_name(job, rtype, i), container_name(job, rtype), log)
 
     # pods -------------------------------------------------------------------
 
     def _pod_key(self, job: Obj, rtype: str, index: int) -> tuple[str, str, str, str, str]:
-        return ("", "v1", "pods", job["metadata"]["namespace"], _pod_name(job["metadata"]["name"], rtype, index))
+        return ("", "v1", "pods", job["metadata"]["namespace"], pod_name(job, rtype, index))
 
     def _put_pod(self, pod: Obj) -> None:
         meta = pod["metadata"]
@@ -422,7 +448,7 @@ class OperatorSim:
         image = pod["spec"]["containers"][0].get("image", "")
         restarts = pod.get("status", {}).get("containerStatuses", [{}])[0].get("restartCount", 0)
         started = (pod.get("status") or {}).get("startTime")
-        pod["status"] = pod_status(state, image, at, restarts)
+        pod["status"] = pod_status(state, image, at, restarts, container=pod["spec"]["containers"][0]["name"])
         message = termination_message(job) if (rtype, index) == _leader(job) else None
         if message and state in ("succeeded", "failed"):
             pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"] = message
@@ -432,8 +458,19 @@ class OperatorSim:
 
     def _fail_first(self, job: Obj, rtype: str, at: str) -> None:
         self._set_pod(job, rtype, 0, "failed", at)
-        ns, name = job["metadata"]["namespace"], _pod_name(job["metadata"]["name"], rtype, 0)
-        self.api.set_pod_log(ns, name, CONTAINER, _training_log(rtype, 0, done=False) + OOM_TRACEBACK)
+        ns, name = job["metadata"]["namespace"], pod_name(job, rtype, 0)
+        self.api.set_pod_log(ns, name, container_name(job, rtype), _training_log(rtype, 0, done=False) + OOM_TRACEBACK)
+
+    def _job_counts(self, job: Obj) -> Obj:
+        """A batch/v1 Job's counts, as the job controller keeps them: active, ready, succeeded, failed pods."""
+        phases = [(pod.get("status") or {}).get("phase") for pod in self._pods(job)]
+        counts = {
+            "active": sum(phase in ("Pending", "Running") for phase in phases),
+            "ready": sum(phase == "Running" for phase in phases),
+            "succeeded": sum(phase == "Succeeded" for phase in phases),
+            "failed": sum(phase == "Failed" for phase in phases),
+        }
+        return {key: value for key, value in counts.items() if value or key == "active"}
 
     def _replica_statuses(self, job: Obj) -> Obj:
         """Counts by pod phase, as updateJobReplicaStatuses does (Pending pods count nowhere)."""
@@ -455,6 +492,23 @@ def _set_false(status: Obj, ctype: str, reason: str, message: str, at: str) -> N
     for found in status.get("conditions") or []:
         if found["type"] == ctype and found["status"] == "True":
             found.update(status="False", reason=reason, message=message, lastUpdateTime=at, lastTransitionTime=at)
+
+
+def _batch_condition(status: Obj, ctype: str, reason: str, message: str, at: str) -> None:
+    """A condition of the job controller's: appended once, True, with its probe and transition times."""
+    conditions: list[Obj] = status.setdefault("conditions", [])
+    if any(c["type"] == ctype for c in conditions):
+        return
+    conditions.append(
+        {
+            "type": ctype,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": at,
+            "lastTransitionTime": at,
+        }
+    )
 
 
 def _parse_time(value: str | None) -> float | None:

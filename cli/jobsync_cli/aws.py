@@ -9,6 +9,7 @@ service answers, and Ctrl-C during the start can say what it left (``Starting``)
 from __future__ import annotations
 
 import argparse
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,12 @@ def aws_error(err: BaseException, what: str) -> FollowError:
     return FollowError(f"{what}: {' '.join(str(err).split()) or type(err).__name__}")
 
 
+def region_of(arn: str) -> str | None:
+    """The region an ARN names (``arn:aws:states:us-east-1:...``), or None when it is no ARN with one."""
+    parts = arn.split(":")
+    return parts[3] if len(parts) > 4 and parts[0] == "arn" and parts[3] else None
+
+
 def client(service: str, region: str | None) -> Any:
     from jobsync import aws  # only these commands need boto3
 
@@ -47,21 +54,97 @@ def call(what: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
         raise aws_error(err, what) from None
 
 
-def state_machine_arn(args: argparse.Namespace, make_client: Callable[[str, str | None], Any] | None = None) -> str:
-    """--state-machine-arn, or the StateMachineArn output of --stack (read through ``make_client``'s client)."""
-    if args.state_machine_arn:
-        return str(args.state_machine_arn)
-    cfn = (make_client or client)("cloudformation", args.region)
+# The stack's outputs that name its state machines (template.yaml): RunJob's, and RunJobs'.
+RUN_JOB_OUTPUT = "StateMachineArn"
+RUN_JOBS_OUTPUT = "RunJobsStateMachineArn"
+
+
+def stack_outputs(
+    stack: str,
+    region: str | None,
+    make_client: Callable[[str, str | None], Any] | None = None,
+    part: str = "Outputs",
+) -> dict[str, str]:
+    """The outputs (or ``part="Parameters"``) of a stack, by key; FollowError naming the stack when there is none."""
+    cfn = (make_client or client)("cloudformation", region)
     try:
-        stacks = cfn.describe_stacks(StackName=args.stack)["Stacks"]
+        stacks = cfn.describe_stacks(StackName=stack)["Stacks"]
     except Exception as err:
         if error_code(err) == "ValidationError" and "does not exist" in str(err):
-            raise FollowError(f"no such stack: {args.stack}") from None
-        raise aws_error(err, f"cannot describe stack {args.stack}") from None
-    for output in (stacks[0].get("Outputs") or []) if stacks else []:
-        if output.get("OutputKey") == "StateMachineArn":
-            return str(output["OutputValue"])
-    raise FollowError(f"stack {args.stack} has no StateMachineArn output (is it a jobsync stack?)")
+            raise FollowError(f"no such stack: {stack}") from None
+        raise aws_error(err, f"cannot describe stack {stack}") from None
+    entries = (stacks[0].get(part) or []) if stacks else []
+    key, value = ("OutputKey", "OutputValue") if part == "Outputs" else ("ParameterKey", "ParameterValue")
+    return {str(e.get(key)): str(e.get(value) or "") for e in entries if e.get(key)}
+
+
+def state_machine_arn(
+    args: argparse.Namespace,
+    make_client: Callable[[str, str | None], Any] | None = None,
+    output: str = RUN_JOB_OUTPUT,
+) -> str:
+    """--state-machine-arn, or the ``output`` (RunJob's, by default) of --stack."""
+    if args.state_machine_arn:
+        return str(args.state_machine_arn)
+    outputs = stack_outputs(args.stack, args.region, make_client)
+    if output in outputs:
+        return outputs[output]
+    if RUN_JOB_OUTPUT not in outputs:
+        raise FollowError(f"stack {args.stack} has no {RUN_JOB_OUTPUT} output (is it a jobsync stack?)")
+    raise FollowError(f"stack {args.stack} has no {output} output (a jobsync stack older than RunJobs?)")
+
+
+def is_run_jobs_input(document: Any) -> bool:
+    """Whether an execution input is RunJobs' (several jobs, ``{"jobs": [...]}``) rather than one job's."""
+    return isinstance(document, dict) and "jobs" in document
+
+
+def machine_kind(sfn: Any, arn: str) -> str | None:
+    """``RunJob`` or ``RunJobs`` from a state machine's definition; None when it is neither, or unreadable.
+
+    RunJob submits the job itself (a ``Submit`` state); RunJobs maps its jobs to child executions
+    (a Map whose task starts an execution).
+    """
+    try:
+        definition = json.loads(sfn.describe_state_machine(stateMachineArn=arn)["definition"])
+    except Exception:  # no permission, a qualifier moto or the service refuses here: no check, no harm
+        return None
+    states = definition.get("States") if isinstance(definition, dict) else None
+    if not isinstance(states, dict):
+        return None
+    if "Submit" in states:
+        return "RunJob"
+    for state in states.values():
+        inner = (state.get("ItemProcessor") or state.get("Iterator") or {}) if isinstance(state, dict) else {}
+        for task in (inner.get("States") or {}).values():
+            if isinstance(task, dict) and str(task.get("Resource", "")).startswith(_START_EXECUTION):
+                return "RunJobs"
+    return None
+
+
+_START_EXECUTION = "arn:aws:states:::states:startExecution"
+
+
+def target(args: argparse.Namespace, document: Any, sfn: Any) -> str:
+    """The state machine an input goes to: with --stack, RunJobs for ``{"jobs": [...]}``, RunJob otherwise;
+    with --state-machine-arn, that one, unless it is the other kind (FollowError saying which to use)."""
+    several = is_run_jobs_input(document)
+    if not args.state_machine_arn:
+        return state_machine_arn(args, output=RUN_JOBS_OUTPUT if several else RUN_JOB_OUTPUT)
+    arn = str(args.state_machine_arn)
+    kind = machine_kind(sfn, arn)
+    source = input_file.source_name(args.input)
+    if several and kind == "RunJob":
+        raise FollowError(
+            f"{source} has 'jobs': it is RunJobs' input, and {arn} is RunJob, which runs one job; "
+            f"give --stack NAME (it picks RunJobs) or the stack's {RUN_JOBS_OUTPUT}"
+        )
+    if not several and kind == "RunJobs":
+        raise FollowError(
+            f"{source} is one job's input (no 'jobs'), and {arn} is RunJobs; give --stack NAME (it picks "
+            f'RunJob), the stack\'s {RUN_JOB_OUTPUT}, or wrap the input as {{"jobs": [...]}}'
+        )
+    return arn
 
 
 def read_input(path: str) -> str:
@@ -107,6 +190,7 @@ class Starting:
     arn: str | None = None
     requested: bool = False  # the request may have reached the service
     started: bool = False  # the service answered with the execution's ARN
+    document: Any = None  # the execution input, parsed
 
     def watch(self, client: Any) -> bool:
         events = getattr(getattr(client, "meta", None), "events", None)
@@ -126,7 +210,8 @@ class Starting:
 
 def start(args: argparse.Namespace, client: Any, starting: Starting) -> str:
     execution_input = read_input(args.input)
-    sm_arn = state_machine_arn(args)
+    starting.document = json.loads(execution_input)
+    sm_arn = target(args, starting.document, client)
     name = args.name or str(uuid.uuid4())
     starting.arn = execution_arn(sm_arn, name)
     # Without botocore's events, a call that began may have reached the service.

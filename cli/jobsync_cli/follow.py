@@ -47,7 +47,10 @@ from jobsync_cli.aws import (
     execution_arn,
     hint,
     interrupted_start,
+    is_run_jobs_input,
+    machine_kind,
     read_input,
+    region_of,
     start,
     state_machine_arn,
 )
@@ -222,12 +225,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"jobsync run: {interrupted_start(starting, args)}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return _follow_to_the_end(sfn, arn, args, "run")
+    several = is_run_jobs_input(starting.document)
+    return _follow_to_the_end(sfn, arn, args, "run", starting.document if several else None)
 
 
-def _follow_to_the_end(client: Any, arn: str, args: argparse.Namespace, command: str) -> int:
-    """Follow a started execution, then print its result; returns the exit code."""
+def _follow_to_the_end(
+    client: Any, arn: str, args: argparse.Namespace, command: str, run_jobs_input: Any = None
+) -> int:
+    """Follow a started execution, then print its result; returns the exit code.
+
+    ``run_jobs_input``: the execution is RunJobs', with this input: followed job by job (``jobsync_cli.runjobs``).
+    """
     out = sys.stdout
+    if run_jobs_input is not None:
+        return _follow_run_jobs(client, arn, args, command, run_jobs_input)
     try:
         outcome = follow(client, arn, out, poll_interval=args.poll_interval)
     except KeyboardInterrupt:
@@ -241,14 +252,37 @@ def _follow_to_the_end(client: Any, arn: str, args: argparse.Namespace, command:
     return outcome.exit_code
 
 
+def _follow_run_jobs(client: Any, arn: str, args: argparse.Namespace, command: str, execution_input: Any) -> int:
+    from jobsync_cli import runjobs
+
+    out = sys.stdout
+    try:
+        reader = runjobs.follow_run_jobs(client, arn, out, execution_input, poll_interval=args.poll_interval)
+    except KeyboardInterrupt:
+        print(f"\nstopped following; the execution goes on: {hint(arn, args)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:
+        error = aws_error(err, f"cannot read the history of {arn} (the execution goes on)")
+        print(f"jobsync {command}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for line in runjobs.result_lines(reader):
+        print(line, file=out)
+    return reader.exit_code()
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     out = sys.stdout
+    args.region = args.region or region_of(args.execution_arn)  # the ARN names its region
     try:
         sfn = _client("stepfunctions", args.region)
         description = _describe(sfn, args.execution_arn)
         if args.follow:
             print(f"execution {args.execution_arn}", file=out, flush=True)
-            return _follow_to_the_end(sfn, args.execution_arn, args, "status")
+            document = None
+            if machine_kind(sfn, str(description.get("stateMachineArn", ""))) == "RunJobs":
+                document = _json_or_text(description.get("input"))
+                document = document if isinstance(document, dict) else {}
+            return _follow_to_the_end(sfn, args.execution_arn, args, "status", document)
         reader = HistoryReader()
         reader.feed(call("cannot read the history", HistoryPager(sfn, args.execution_arn).read))
     except FollowError as err:
@@ -363,7 +397,11 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 
 def _state_machine_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--stack", metavar="NAME", help="the jobsync stack; its StateMachineArn output is used")
+    where.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="the jobsync stack: its StateMachineArn output, or RunJobsStateMachineArn for an input with jobs",
+    )
     where.add_argument("--state-machine-arn", metavar="ARN", help="the state machine, instead of --stack")
 
 
@@ -379,7 +417,9 @@ def _poll_interval_option(parser: argparse.ArgumentParser) -> None:
 
 def _region_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--region", default=None, help="the AWS region (without one, AWS_REGION, AWS_DEFAULT_REGION or the profile's)"
+        "--region",
+        default=None,
+        help="the AWS region (without one: the ARN's, else AWS_REGION, AWS_DEFAULT_REGION or the profile's)",
     )
 
 
@@ -387,10 +427,14 @@ def add_commands(commands: Any) -> None:
     """Add ``run``, ``status`` and ``list`` to the ``jobsync`` subparsers."""
     run_cmd = commands.add_parser(
         "run",
-        help="start an execution and follow it: a line per poll, then the result",
+        help="start an execution and follow it: a line per poll (per job, for RunJobs), then the result",
         description="Start an execution of the jobsync state machine and follow it: one line per poll\n"
         "(time since start, phase, reason, next wait), then the output or the error and its cause.\n"
-        "On a terminal a progress line is rewritten in place while it waits.",
+        "On a terminal a progress line is rewritten in place while it waits.\n\n"
+        'An input with "jobs" runs RunJobs (--stack picks it; the stack\'s RunJobsStateMachineArn):\n'
+        "a line per job as its phase or reason changes, each naming its job, then a table of every\n"
+        "job in input order; on a terminal a live table of the jobs. The exit code is the worst job's:\n"
+        "JobFailed, JobTimedOut, JobNotFound, another error, JobStopped, in that order.",
         epilog=EXIT_CODES_HELP,
         formatter_class=_HelpFormatter,
     )

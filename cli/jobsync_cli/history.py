@@ -143,11 +143,13 @@ class Outcome:
         head = f"result: {self.status}" + (f"  error: {self.error}" if self.error else "")
         if not self.cause:
             return [head]
-        lines = [head, "cause:", _pretty(_json_or_text(self.cause))]
         cause = _json_or_text(self.cause)
-        if isinstance(cause, dict) and isinstance(cause.get("logTail"), str) and cause["logTail"].strip():
-            lines += ["log tail:", cause["logTail"].rstrip("\n")]
-        return lines
+        tail = cause.get("logTail") if isinstance(cause, dict) else None
+        if not (isinstance(tail, str) and tail.strip()):
+            return [head, "cause:", _pretty(cause)]
+        # The log tail once, as text under the Cause, not a second time as a JSON string inside it.
+        rest = {key: value for key, value in cause.items() if key != "logTail"}
+        return [head, "cause:", _pretty(rest), "log tail:", tail.rstrip("\n")]
 
 
 def _json_or_text(value: Any) -> Any:

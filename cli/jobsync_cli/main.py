@@ -1,12 +1,16 @@
 """The jobsync command line: ``jobsync <command> ...`` (or ``python -m jobsync_cli``).
 
+Each command lives in a module of its own and is registered here in one line.
+
 ``evaluate FILE`` (``-`` for stdin) reads one object as JSON or YAML, in
 any form the Lambda accepts (the object, ``{"object": ...}``, an
-``eks:call`` response), and prints its evaluation as one JSON line. Exit
-status 0 means a verdict was printed (NOT_FOUND included); 2 means the input
-could not be evaluated, and the line printed is ``{"error": ..., "detail":
-...}``. The input is held to the bounds of a state's payload
-(``jobsync_cli.input_file``): at most 256 KiB, nested at most 100 levels.
+``eks:call`` response), and prints its evaluation as one JSON line; a
+``List`` (what ``kubectl get pytorchjobs -o yaml`` prints) gives one line per
+item, each naming its item. Exit status 0 means a verdict was printed
+(NOT_FOUND included); 2 means the input, or an item of it, could not be
+evaluated, and the line printed is ``{"error": ..., "detail": ...}``. The
+input is held to the bounds of a state's payload (``jobsync_cli.input_file``):
+at most 256 KiB, nested at most 100 levels.
 
 Ctrl-C ends any command with exit status 130 and one line, never a traceback.
 """
@@ -37,13 +41,60 @@ def evaluate_text(text: str, source: str = "stdin") -> tuple[int, dict[str, Any]
     of a second); only text that is not JSON goes to YAML's pure-Python safe
     loader. Never raises for any text.
     """
+    code, results = evaluate_texts(text, source)
+    return code, results[0]
+
+
+def evaluate_texts(text: str, source: str = "stdin") -> tuple[int, list[dict[str, Any]]]:
+    """As ``evaluate_text``, with a ``List`` (``kubectl get ... -o yaml``) giving one object per item.
+
+    Each item's object names the item (``name``, ``namespace``); an item that cannot be evaluated
+    gives its error object and exit status 2, the others their verdicts.
+    """
     try:
         document = _load(text, source)
     except input_file.TooDeep as err:
-        return EXIT_BAD_INPUT, {"error": "too deep", "detail": str(err)}
+        return EXIT_BAD_INPUT, [{"error": "too deep", "detail": str(err)}]
     except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as err:
         # ValueError: YAML timestamps such as 2019-13-45 that are no dates.
-        return EXIT_BAD_INPUT, {"error": "unparseable", "detail": _one_line(err)}
+        return EXIT_BAD_INPUT, [{"error": "unparseable", "detail": _one_line(err)}]
+    items = _list_items(document)
+    if items is None:
+        code, result = _evaluate_one(document)
+        return code, [result]
+    results: list[dict[str, Any]] = []
+    code = EXIT_OK
+    for item in items:
+        item_code, result = _evaluate_one(item)
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        named = {key: meta.get(key) for key in ("name", "namespace")} if isinstance(meta, dict) else {}
+        results.append({**named, **result})
+        code = max(code, item_code)
+    return code, results
+
+
+def _list_items(document: Any) -> list[Any] | None:
+    """The items of a Kubernetes list (``kind: List`` or ``PyTorchJobList``), None for anything else.
+
+    An ``eks:call`` response (``ResponseBody``) stays the evaluator's: there a list holds one job at most.
+    """
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        return None
+    kind = document.get("kind")
+    if not (isinstance(kind, str) and kind.endswith("List")):
+        return None
+    item_kind = kind.removesuffix("List")
+    if not item_kind:
+        return list(document["items"])
+    # Built-in kinds (batch/v1 JobList) leave apiVersion and kind off their items.
+    defaults = {"apiVersion": document.get("apiVersion"), "kind": item_kind}
+    return [
+        {**{k: v for k, v in defaults.items() if v}, **item} if isinstance(item, dict) else item
+        for item in document["items"]
+    ]
+
+
+def _evaluate_one(document: Any) -> tuple[int, dict[str, Any]]:
     try:
         return EXIT_OK, evaluate_event(document)
     except EvaluationError as err:
@@ -67,9 +118,31 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as err:
         code, result = EXIT_BAD_INPUT, {"error": "unreadable", "detail": _one_line(err)}
     else:
-        code, result = evaluate_text(text, input_file.source_name(args.file))
+        code, results = evaluate_texts(text, input_file.source_name(args.file))
+        for line in results:
+            print(json.dumps(line))
+        if not results:
+            print(f"jobsync evaluate: {input_file.source_name(args.file)}: the list has no items", file=sys.stderr)
+        return code
     print(json.dumps(result))
     return code
+
+
+def version() -> str:
+    """The installed distribution's version (``pip install .``), else the source tree's (its pyproject.toml)."""
+    from importlib import metadata
+    from pathlib import Path
+
+    try:
+        return metadata.version("jobsync")
+    except metadata.PackageNotFoundError:
+        import tomllib
+
+        try:
+            project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+            return f"{project['project']['version']} (source tree)"
+        except (OSError, KeyError, ValueError):
+            return "(unknown: not installed)"
 
 
 def _one_line(err: BaseException) -> str:
@@ -79,6 +152,7 @@ def _one_line(err: BaseException) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser; each command is a subparser whose ``func`` runs it."""
     parser = argparse.ArgumentParser(prog="jobsync", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"jobsync {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     evaluate_cmd = commands.add_parser(
@@ -94,9 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
     if preflight is not None:
         preflight.add_command(commands)
 
-    from jobsync_cli import follow  # run, status, list: start and follow executions (jobsync_cli.follow)
+    from jobsync_cli import follow, logs, stop, submit, wait  # each command's module registers it, one line each
 
-    follow.add_commands(commands)
+    follow.add_commands(commands)  # run, status, list: start and follow executions
+    wait.add_command(commands)  # wait: a job on a cluster, without AWS
+    logs.add_command(commands)  # logs: a job's leading replica's log, -f until it ends
+    stop.add_command(commands)  # stop: an execution, then what its cleanup did
+    submit.add_command(commands)  # submit: start a run; --dry-run: the job Submit would create
     return parser
 
 

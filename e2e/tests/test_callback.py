@@ -198,7 +198,7 @@ def test_a_job_that_ends_before_its_token_is_stored_resumes_at_the_awaits_first_
         assert len(awaits) == 1, awaits
         # Its SendTaskSuccess ended the task before the function returned: the answer is recorded just after.
         answer = wait_for("the Await function's answer", lambda: awaits[0].result, 10, 0.05)
-        assert answer == {"phase": "SUCCEEDED", "terminal": True}, answer
+        assert answer == {"phase": "SUCCEEDED", "reason": "PyTorchJobSucceeded", "terminal": True}, answer
         assert calls(local, "jobsync-status", arn) == []  # no poll: the first look had the verdict
         resumes = [c.result for c in calls(local, "jobsync-resume", arn) if c.result]
         assert resumes and not any(r["resumed"] for r in resumes), resumes

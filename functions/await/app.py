@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runtime, tracing
+from jobsync import handler_metrics, runtime, tracing
 from jobsync.aws.tokens import TokenStore
 from jobsync.run.callback import arm
 from jobsync.run.inputs import AwaitRequest, parse
@@ -29,10 +29,12 @@ metrics = Metrics()
 @logger.inject_lambda_context
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
+@handler_metrics.count_errors(metrics, "AwaitErrors")
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(AwaitRequest, event)
     store = TokenStore(runtime.table())
     new = arm(request.state, request.taskToken, runtime.cluster(), runtime.settings(), store, runtime.stepfunctions())
     logger.info("waiting for the job's event", extra={"job": new.job.name, "phase": new.phase, "ended": new.terminal})
     metrics.add_metric(name="Awaits", unit=MetricUnit.Count, value=1)
-    return {"phase": new.phase, "terminal": new.terminal}
+    # The state machine takes the loop state from SendTaskSuccess, not from here: this says what the look saw.
+    return {"phase": new.phase, "reason": new.reason, "terminal": new.terminal}

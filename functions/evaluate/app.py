@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import strict_json, tracing
+from jobsync import handler_metrics, strict_json, tracing
 from jobsync.errors import EvaluationError, InvalidInput
 from jobsync.evaluation.evaluator import evaluate_event
 
@@ -39,6 +39,7 @@ metrics = Metrics()
 @logger.inject_lambda_context
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
+@handler_metrics.count_errors(metrics, "EvaluateErrors")
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         result = evaluate_event(event)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from jobsync import runtime, strict_json, tracing
+from jobsync import handler_metrics, runtime, strict_json, tracing
 from jobsync.core.outcome import Phase
 from jobsync.core.state import LoopState, seconds
 from jobsync.run.inputs import parse
@@ -23,6 +23,7 @@ metrics = Metrics()
 @logger.inject_lambda_context
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
+@handler_metrics.count_errors(metrics, "StatusErrors")
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     state = parse(LoopState, event)
     new = poll(state, runtime.cluster(), runtime.settings())

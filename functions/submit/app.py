@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runtime, strict_json, tracing
+from jobsync import handler_metrics, runtime, strict_json, tracing
 from jobsync.run.inputs import SubmitRequest, parse
 from jobsync.run.submit import submit
 
@@ -21,6 +21,7 @@ metrics = Metrics()
 @logger.inject_lambda_context
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
+@handler_metrics.count_errors(metrics, "SubmitErrors")
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(SubmitRequest, event)
     state = submit(request, runtime.cluster(), runtime.settings(), runtime.fetch_template, runtime.hints())

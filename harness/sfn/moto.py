@@ -215,6 +215,7 @@ SFN_PATTERN = Seam(StateTaskServiceSfn, "_eval_integration_pattern")
 START_EXECUTION = Seam(parser_models.StepFunctionsParserBackend, "start_execution")
 SEND_TASK_SUCCESS = Seam(parser_models.StepFunctionsParserBackend, "send_task_success")
 HISTORY_PAGES = Seam(StepFunctionResponse, "get_execution_history")
+STOP_EXECUTION = Seam(StepFunctionResponse, "stop_execution")
 SIZE_QUOTAS = tuple(
     Seam(module, "is_within_size_quota")
     for module in (state_module, state_task_lambda_module, state_task_service_module)

@@ -106,7 +106,7 @@ def expected(name: str, answer: Any) -> None:
     elif function == "cleanup":
         assert answer["deleted"] is True and answer["job"]["uid"]
     elif function == "await":
-        assert answer == {"phase": "RUNNING", "terminal": False}
+        assert answer == {"phase": "RUNNING", "reason": "PyTorchJobRunning", "terminal": False}
     elif function == "resume":
         assert answer["resumed"] is False and answer["why"].startswith("no execution waits"), answer
     elif function == "sweep":

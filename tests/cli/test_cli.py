@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
-from tests.payloads import PAYLOADS
+from tests.payloads import PAYLOADS, load_payload
 from tests.support.lambdas import EVENTS, ROOT
 
 
@@ -112,4 +113,82 @@ def test_no_command_is_a_usage_error():
     )
 
     assert proc.returncode == 2
-    assert b"{evaluate,preflight,run,status,list}" in proc.stderr  # the usage lists every command
+    assert b"{evaluate,preflight,run,status,list,wait,logs,stop,submit}" in proc.stderr  # the usage lists every command
+
+
+def run_lines(*args: str, stdin: str | None = None) -> tuple[int, list[str], str]:
+    """Every line a command prints (a List gives several), its exit status and its stderr."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "jobsync_cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": "layers/jobsync:cli"},
+        timeout=60,
+        check=False,
+    )
+    return proc.returncode, proc.stdout.splitlines(), proc.stderr
+
+
+def kubectl_list(*names: str, kind: str = "List") -> str:
+    """What ``kubectl get pytorchjobs -o yaml`` prints: a List of the payloads' objects."""
+    items = [load_payload(f"kubeflow_v1/{name}.yaml") for name in names]
+    return yaml.safe_dump({"apiVersion": "v1", "items": items, "kind": kind, "metadata": {"resourceVersion": ""}})
+
+
+def test_a_kubectl_list_gives_one_line_per_item_naming_it():
+    code, lines, stderr = run_lines(
+        "evaluate", "-", stdin=kubectl_list("pytorchjob_running", "pytorchjob_succeeded_at_index5")
+    )
+
+    assert code == 0, stderr
+    results = [json.loads(line) for line in lines]
+    names = ("pytorchjob_running", "pytorchjob_succeeded_at_index5")
+    expected = [load_payload(f"kubeflow_v1/{name}.yaml")["metadata"] for name in names]
+    assert [(r["name"], r["namespace"]) for r in results] == [(m["name"], m.get("namespace")) for m in expected]
+    assert [r["phase"] for r in results] == ["RUNNING", "SUCCEEDED"]
+    assert stderr == ""
+
+
+def test_a_typed_list_gives_its_kind_to_items_without_one():
+    text = (PAYLOADS / "batch" / "job_complete.yaml").read_text()
+    job = yaml.safe_load(text)
+    job.pop("apiVersion"), job.pop("kind")  # a JobList's items carry neither
+    listing = {"apiVersion": "batch/v1", "kind": "JobList", "items": [job], "metadata": {}}
+
+    code, lines, _ = run_lines("evaluate", "-", stdin=json.dumps(listing))
+
+    assert code == 0
+    (result,) = [json.loads(line) for line in lines]
+    assert (result["kind"], result["phase"]) == ("Job", "SUCCEEDED")
+
+
+def test_a_list_with_an_item_it_cannot_evaluate_gives_its_error_and_exit_2():
+    listing = yaml.safe_load(kubectl_list("pytorchjob_running"))
+    listing["items"].append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"}})
+
+    code, lines, _ = run_lines("evaluate", "-", stdin=yaml.safe_dump(listing))
+
+    assert code == 2
+    first, second = (json.loads(line) for line in lines)
+    assert first["phase"] == "RUNNING"
+    assert (second["name"], second["error"]) == ("p", "cannot evaluate")
+    assert "unsupported kind" in second["detail"]
+
+
+def test_an_empty_list_prints_nothing_and_says_so():
+    code, lines, stderr = run_lines("evaluate", "-", stdin=kubectl_list())
+
+    assert (code, lines) == (0, [])
+    assert "the list has no items" in stderr
+
+
+def test_version_names_the_project_and_its_version():
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    code, lines, _ = run_lines("--version")
+
+    assert code == 0
+    assert lines[0].startswith(f"jobsync {version}")

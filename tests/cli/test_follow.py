@@ -134,6 +134,8 @@ def test_captured_failure_result_pretty_prints_the_cause_and_the_log_tail():
     assert lines[3] == "log tail:"
     assert "CUDA error: out of memory" in lines[4]
     assert "\\n" not in lines[4]  # the log as text, not as a JSON string
+    assert "\n".join(lines).count("CUDA error: out of memory") == 1  # printed once, not in the Cause as well
+    assert "logTail" not in cause
 
 
 def test_each_event_is_used_once_when_the_history_is_read_again():

@@ -1,104 +1,30 @@
-"""`jobsync run`, `status` and `list` as real subprocesses against moto in server mode.
-
-The server shares its backends with a LocalJobsync in this process, so an
-execution that the subprocess starts over HTTP runs the real state machine with
-the harness's in-process handlers, simulated cluster and virtual clock: hours of
-Wait states pass at once, and the subprocess reads the history moto records.
-
-The server is the harness's (``harness.aws_server.moto_server``): moto's server mode,
-or without Flask the same dispatch under a plain werkzeug server.
-"""
+"""`jobsync run`, `status` and `list` as real subprocesses against moto in server mode (``tests.support.cli``)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
-import boto3
-import pytest
-
-from harness.aws_server import MOTO_CLOUDFORMATION, WerkzeugMotoServer, client_env, endpoint, moto_server
 from harness.demo import clock_text
-from harness.local import LocalJobsync
 from jobsync_cli import follow
-from tests.support.lambdas import EVENTS, ROOT
+from tests.support.cli import INPUT, Service, cli_env, jobsync, service
 
-QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
-INPUT = EVENTS / "run-job-input.json"
 LINE = re.compile(r"^\+\d{2}:\d{2}:\d{2}  (\S+)\s+(\S*)\s+(next wait \d+s|done|\S+ failed)$")
-STACK_TEMPLATE = {
-    "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
-    "Outputs": {"StateMachineArn": {"Value": "{arn}"}},
-}
 
 
-def jobsync(endpoint: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m jobsync_cli ARGS`` as a developer runs it, against ``endpoint``, with fake credentials."""
-    env = {**client_env(endpoint), "PYTHONPATH": "layers/jobsync:cli"}
-    return subprocess.run(
-        [sys.executable, "-m", "jobsync_cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=timeout,
-        check=False,
+def expected_lines(svc: Service, arn: str) -> list[str]:
+    """The lines `make demo` would print for the Status calls the harness recorded, after Submit's."""
+    started = svc.sfn.describe_execution(executionArn=arn)["startDate"].timestamp()
+    submit = next(
+        call.result
+        for call in svc.local.sfn.invocations
+        if call.function_name == "jobsync-submit" and call.result and call.result.get("execution") == arn
     )
-
-
-class Service:
-    """A LocalJobsync and the server for subprocesses; ``jobsync(...)`` runs the command line against it."""
-
-    def __init__(self, local: LocalJobsync, server: Any) -> None:
-        self.local = local
-        self.server = server
-        self.endpoint = endpoint(server)
-        self.sfn = boto3.client("stepfunctions", region_name="us-east-1")  # in-process, through mock_aws
-        self.state_machine_arn = self.sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
-
-    def jobsync(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return jobsync(self.endpoint, *args, timeout=timeout)
-
-    def create_stack(self, name: str) -> None:
-        """A stack whose StateMachineArn output is the harness's state machine."""
-        if MOTO_CLOUDFORMATION:
-            template = json.dumps(STACK_TEMPLATE).replace("{arn}", self.state_machine_arn)
-            boto3.client("cloudformation", region_name="us-east-1").create_stack(StackName=name, TemplateBody=template)
-        elif isinstance(self.server, WerkzeugMotoServer):
-            self.server.stacks[name] = self.state_machine_arn
-        else:
-            pytest.skip("moto's CloudFormation cannot be imported here (moto[cloudformation] extras missing)")
-
-    def run(self, *args: str, input_path: Path = INPUT) -> subprocess.CompletedProcess[str]:
-        return self.jobsync(
-            "run", str(input_path), "--state-machine-arn", self.state_machine_arn, "--poll-interval", "0.1", *args
-        )
-
-    def expected_lines(self, arn: str) -> list[str]:
-        """The lines `make demo` would print for the Status calls the harness recorded, after Submit's."""
-        started = self.sfn.describe_execution(executionArn=arn)["startDate"].timestamp()
-        submit = next(
-            call.result
-            for call in self.local.sfn.invocations
-            if call.function_name == "jobsync-submit" and call.result and call.result.get("execution") == arn
-        )
-        lines = [f"+00:00:00  {submit['phase']:<10} {submit['reason']:<28} next wait {submit['waitSeconds']}s"]
-        for poll in self.local.polls(arn):
-            wait = f"next wait {poll.wait_seconds}s" if poll.wait_seconds else "done"
-            lines.append(f"{clock_text(poll.at - started)}  {poll.phase:<10} {poll.reason:<28} {wait}")
-        return lines
-
-
-@contextlib.contextmanager
-def service(scenario: str) -> Iterator[Service]:
-    with LocalJobsync(scenario, env=QUIET) as local, moto_server() as server:
-        yield Service(local, server)
+    lines = [f"+00:00:00  {submit['phase']:<10} {submit['reason']:<28} next wait {submit['waitSeconds']}s"]
+    for poll in svc.local.polls(arn):
+        wait = f"next wait {poll.wait_seconds}s" if poll.wait_seconds else "done"
+        lines.append(f"{clock_text(poll.at - started)}  {poll.phase:<10} {poll.reason:<28} {wait}")
+    return lines
 
 
 def _split(stdout: str) -> tuple[str, list[str], list[str]]:
@@ -118,7 +44,7 @@ def test_success_prints_a_line_per_poll_then_the_output():
         assert arn.endswith(":execution:jobsync-run-job:run-success")
         assert "\r" not in proc.stdout  # not a TTY: no progress lines
         assert all(LINE.match(line) for line in polls), polls
-        assert polls == svc.expected_lines(arn)
+        assert polls == expected_lines(svc, arn)
         assert polls[0].split()[1:3] == ["PENDING", "NoStatus"]
         assert "RUNNING" in {line.split()[1] for line in polls}
         assert polls[-1].split()[1:] == ["SUCCEEDED", "PyTorchJobSucceeded", "done"]
@@ -135,7 +61,7 @@ def test_failure_prints_the_error_and_the_cause_and_exits_job_failed():
 
         assert proc.returncode == follow.EXIT_JOB_FAILED, proc.stderr
         arn, polls, result = _split(proc.stdout)
-        assert polls == svc.expected_lines(arn)
+        assert polls == expected_lines(svc, arn)
         assert polls[-1].split()[1:] == ["FAILED", "PyTorchJobFailed", "done"]
         assert result[:2] == ["result: FAILED  error: JobFailed", "cause:"]
         end = result.index("log tail:")
@@ -151,6 +77,21 @@ def test_failure_prints_the_error_and_the_cause_and_exits_job_failed():
         assert "status     FAILED" in status.stdout
         assert re.search(r"^last poll  \+\d\d:\d\d:\d\d  FAILED +PyTorchJobFailed +done$", status.stdout, re.M)
         assert "result: FAILED  error: JobFailed" in status.stdout
+        assert status.stdout.count("CUDA error: out of memory") == 1  # the log tail once
+        assert proc.stdout.count("CUDA error: out of memory") == 1
+
+
+def test_status_takes_the_region_from_the_arn():
+    with service("success") as svc:
+        proc = svc.run("--no-follow")
+        arn = proc.stdout.strip()
+        svc.local.sfn.wait(arn, timeout_s=30)
+        env = {k: v for k, v in cli_env(svc.endpoint).items() if k not in ("AWS_REGION", "AWS_DEFAULT_REGION")}
+
+        status = jobsync(svc.endpoint, "status", arn, env=env)
+
+        assert status.returncode == follow.EXIT_SUCCEEDED, status.stderr
+        assert "status     SUCCEEDED" in status.stdout
 
 
 def test_timeout_exits_job_timed_out(tmp_path):

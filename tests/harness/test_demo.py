@@ -13,7 +13,7 @@ from tests.support.lambdas import ROOT
 
 
 def demo(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["layers/jobsync", "notifier", "."])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["layers/jobsync", "notifier", "cli", "."])}
     return subprocess.run(
         [sys.executable, "-m", "harness.demo", *args],
         cwd=ROOT,
@@ -50,7 +50,28 @@ def test_a_template_input_runs_locally_like_an_inline_job():
 
 def test_an_input_that_is_not_an_object_prints_the_result_line():
     proc = demo("--input", "tests/data/not_an_object.json")
-    assert proc.returncode == 1
+    assert proc.returncode == 7  # a step's error, as jobsync run gives it
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (result["status"], result["error"]) == ("FAILED", "InvalidInput")
     assert "must be a JSON object, got array" in result["cause"]
+
+
+def test_a_kubeconfig_that_points_nowhere_is_refused_at_once_in_one_line(tmp_path):
+    import socket
+
+    from tests.support.cli import write_kubeconfig
+
+    with socket.socket() as closed:  # a port nothing listens on: bound, never listened
+        closed.bind(("127.0.0.1", 0))
+        server = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        kubeconfig = write_kubeconfig(tmp_path / "config", server)
+        verdict = tmp_path / "verdict"
+        proc = demo("--kubeconfig", str(kubeconfig), "--verdict-file", str(verdict))
+
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stdout.splitlines()
+    result = json.loads(line)
+    assert result["error"] == "InvalidInput", result
+    assert "the API server does not answer" in result["cause"] and str(kubeconfig) in result["cause"]
+    assert proc.stderr == "" and "Traceback" not in proc.stdout
+    assert verdict.read_text().startswith("the story did not run: ")

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_demo(scenario: str, **env: str) -> subprocess.CompletedProcess[str]:
-    pythonpath = os.pathsep.join([str(ROOT / "layers" / "jobsync"), str(ROOT)])
+    pythonpath = os.pathsep.join([str(ROOT / "layers" / "jobsync"), str(ROOT / "cli"), str(ROOT)])
     return subprocess.run(
         [sys.executable, "-m", "harness.demo", "--scenario", scenario],
         cwd=ROOT,
@@ -30,7 +30,7 @@ def run_demo(scenario: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_failing_demo_prints_no_interpreter_dump_and_its_cause_is_an_object():
     done = run_demo("failure")
-    assert done.returncode == 1
+    assert done.returncode == 3  # JobFailed, as jobsync run gives it
     assert "FailureEventException" not in done.stderr and "StateType" not in done.stderr
     assert done.stderr == ""
     result = json.loads(done.stdout.splitlines()[-1])

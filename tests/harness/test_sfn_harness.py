@@ -516,6 +516,33 @@ def test_stop_execution_in_the_middle_of_a_wait_aborts_it_there():
     assert events[-1]["executionAbortedEventDetails"] == {"error": "Cancelled", "cause": "operator asked"}
 
 
+def test_the_stop_execution_api_keeps_its_error_and_cause_and_the_harness_time():
+    """StopExecution as a client calls it (``jobsync stop``): the service's ExecutionAborted carries both."""
+    import boto3
+
+    handler, _ = status_handler([600] * 5, ["RUNNING"] * 5)
+    clock = VirtualClock(max_step=10)
+    with LocalStepFunctions({"status": handler}, clock=clock) as sfn:
+        sm = sfn.create_state_machine(
+            poll_loop(first_wait=5), "loop", {"StatusFunctionArn": sfn.function_arn("status")}
+        )
+        arn = sfn.start(sm, {})
+        client = boto3.client("stepfunctions", region_name="us-east-1")
+        while not any(e["type"] == "WaitStateEntered" for e in sfn.history(arn)[4:]):
+            time.sleep(0.01)
+        answer = client.stop_execution(executionArn=arn, error="jobsync.KeepJob", cause="stopped by hand")
+        stopped_at = clock.now()
+        result = sfn.wait(arn)
+        events = sfn.history(arn)
+        with pytest.raises(client.exceptions.ExecutionDoesNotExist):
+            client.stop_execution(executionArn=arn.rsplit(":", 1)[0] + ":nope")
+
+    assert result["status"] == "ABORTED"
+    assert events[-1]["type"] == "ExecutionAborted"
+    assert events[-1]["executionAbortedEventDetails"] == {"error": "jobsync.KeepJob", "cause": "stopped by hand"}
+    assert answer["stopDate"].timestamp() == stopped_at  # the harness's clock, not the wall's
+
+
 def test_execution_timeout_seconds_counts_virtual_time():
     handler, calls = status_handler([600] * 5, ["RUNNING"] * 5)
     with LocalStepFunctions({"status": handler}) as sfn:

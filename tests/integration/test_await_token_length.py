@@ -63,7 +63,7 @@ def test_a_task_token_up_to_2048_characters_is_stored(waiting, length):
     state, arn = waiting
     long = token(length)
     result = invoke("await", {"state": state, "taskToken": long})
-    assert result == {"phase": result["phase"], "terminal": False}
+    assert result == {"phase": result["phase"], "reason": result["reason"], "terminal": False}
     item = stored(arn)
     assert item and item["token"]["S"] == long
 

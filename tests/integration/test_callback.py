@@ -154,7 +154,11 @@ def test_a_job_that_ends_before_its_token_is_stored_resumes_at_the_awaits_first_
         result = local.run(load_event("run-job-input.json"), name="callback-early", timeout_s=120)
         assert result.status == "SUCCEEDED", result.cause
         awaits = calls(local, "jobsync-await")
-        assert len(awaits) == 1 and awaits[0].result == {"phase": "SUCCEEDED", "terminal": True}
+        assert len(awaits) == 1 and awaits[0].result == {
+            "phase": "SUCCEEDED",
+            "reason": "PyTorchJobSucceeded",
+            "terminal": True,
+        }
         assert calls(local, "jobsync-status") == []
         outcomes = [c.result for c in calls(local, "jobsync-resume")]
         assert outcomes and not any(o["resumed"] for o in outcomes)

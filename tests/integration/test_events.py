@@ -132,7 +132,7 @@ def test_await_running(lambda_context):
         state["job"]["uid"] = stored["metadata"]["uid"]
         out = invoke("await", event, lambda_context)
         waiting = TokenStore(runtime.table()).get(state["execution"])
-    assert out == {"phase": "RUNNING", "terminal": False}
+    assert out == {"phase": "RUNNING", "reason": "PyTorchJobRunning", "terminal": False}
     assert waiting is not None and waiting.token == event["taskToken"]
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from jobsync.run.manifests import job_labels
 from tests.support.kube import PYTORCHJOBS
 from tests.support.lambdas import invoke, load_event
@@ -44,3 +46,18 @@ def test_a_job_that_ends_is_counted_once_in_jobs_finished_with_its_phase(
     assert [name for name, _ in metrics].count("JobsFinished") == 1
     assert ("Polls", {"service": "jobsync"}) in metrics  # Polls keeps its own dimensions
     assert not [name for name, _ in metrics if name.startswith("Jobs") and name != "JobsFinished"]
+
+
+def test_every_handler_publishes_a_metric_even_when_it_raises_or_does_nothing(lambda_context, capsys):
+    """Powertools warns of an invocation that published no metric; each one counts what it did, errors too."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "No application metrics to publish" would raise here
+        for function in ("submit", "status", "cleanup", "await", "resume", "evaluate"):
+            with pytest.raises(Exception) as raised:
+                invoke(function, {"not": "an event of any of them"}, lambda_context)
+            assert not isinstance(raised.value, UserWarning), function
+    printed = capsys.readouterr().out
+    for name in ("SubmitErrors", "StatusErrors", "CleanupErrors", "AwaitErrors", "ResumeErrors", "EvaluateErrors"):
+        assert f'"Name":"{name}"' in printed, name

@@ -77,7 +77,7 @@ def test_with_fail_fast_the_first_failure_stops_the_others_and_their_jobs_are_cl
 
 
 def test_the_demo_runs_the_parent_and_prints_each_jobs_phase_and_the_summary(capfd):
-    assert demo.main(["--input", "events/run-jobs-input.json"]) == 1
+    assert demo.main(["--input", "events/run-jobs-input.json"]) == 3  # the worst job's: JobFailed
     line = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
     assert line["error"] == "JobsFailed"
     assert line["jobs"]["phases"] == ["SUCCEEDED", "FAILED", "SUCCEEDED"]
@@ -86,7 +86,7 @@ def test_the_demo_runs_the_parent_and_prints_each_jobs_phase_and_the_summary(cap
 
 
 def test_the_demo_with_fail_fast_fails_with_the_failing_jobs_error_and_leaves_nothing(capfd):
-    assert demo.main(["--input", "events/run-jobs-failfast-input.json"]) == 1
+    assert demo.main(["--input", "events/run-jobs-failfast-input.json"]) == 3
     line = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
     assert line["error"] == "JobFailed" and line["jobsLeft"] == []
     assert sorted(c["status"] for c in line["jobs"]["children"]) == ["ABORTED", "ABORTED", "FAILED"]

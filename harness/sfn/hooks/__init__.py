@@ -71,6 +71,7 @@ HOOKS: tuple[Hook, ...] = (
     virtual_time.sync_wait_checks_promptly,
     services.sync_task_stops_its_child_when_cancelled,
     services.a_stopped_execution_stays_aborted,
+    services.stop_execution_keeps_its_error_and_cause,
     jsonata.jsonata_nothing_fails_naming_its_field,
     limits.history_limit_ends_the_execution,
     limits.terminal_errors_pass_states_all,

@@ -191,6 +191,22 @@ def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch:
     patch(moto.SFN_PATTERN, eval_integration_pattern)
 
 
+def stop_execution_keeps_its_error_and_cause(harness: LocalStepFunctions, patch: Patch) -> None:
+    """StopExecution stops the execution with the error and cause it is given, at the harness's time.
+
+    The service records both in the ExecutionAborted event (``executionAbortedEventDetails``), where
+    the cleanup reads why an execution was stopped; moto's API handler drops them, and would date
+    the stop on the wall clock. This is the API's StopExecution, over HTTP too (``jobsync stop``).
+    """
+
+    def stop_execution(response: Any) -> Any:
+        arn = moto.request_param(response, "executionArn")
+        harness.stop(arn, error=moto.request_param(response, "error"), cause=moto.request_param(response, "cause"))
+        return moto.ActionResult({"stopDate": harness.clock.utcnow()})
+
+    patch(moto.STOP_EXECUTION, stop_execution)
+
+
 def a_stopped_execution_stays_aborted(harness: LocalStepFunctions, patch: Patch) -> None:
     """An execution stopped while a state runs ends ABORTED, whatever that state then raises.
 

@@ -97,6 +97,23 @@ def cleanup_state_ran(arn: str) -> bool:
     return executions.cleanup_state_ran(stepfunctions(), arn)
 
 
+def stopped_with(arn: str) -> str | None:
+    """The error a StopExecution recorded for the execution (its ExecutionAborted event's), or None."""
+    from jobsync.aws import executions
+
+    return executions.stopped_with(stepfunctions(), arn)
+
+
+def record_cleanup(result: dict[str, Any]) -> None:
+    """Keep a cleanup's outcome for whoever stopped the execution (``jobsync.aws.cleanups``), when there is a table."""
+    if not settings().table_name:
+        return
+    from jobsync import clock
+    from jobsync.aws.cleanups import CleanupRecords
+
+    CleanupRecords(table()).put(result, clock.now())
+
+
 def reset() -> None:
     """Forget what was cached (tests change the environment between runs)."""
     settings.cache_clear()

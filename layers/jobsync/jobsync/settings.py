@@ -204,22 +204,29 @@ def describe(exc: ValidationError, cls: type[_FromEnvironment]) -> str:
     return "; ".join(parts)
 
 
-def parse_allowed_kinds(value: str) -> tuple[KindSpec, ...]:
-    """``PyTorchJob,TFJob`` or ``apiVersion/Kind`` entries where a kind name is ambiguous."""
+def parse_allowed_kinds(value: str, source: str = "JOBSYNC_ALLOWED_KINDS") -> tuple[KindSpec, ...]:
+    """``PyTorchJob,TFJob`` or ``apiVersion/Kind`` entries where a kind name is ambiguous.
+
+    A kind's name is matched in any case (``pytorchjob``, as kubectl takes it). Errors name ``source``:
+    the variable, or the flag a command line read it from.
+    """
     specs: list[KindSpec] = []
     for entry in (e.strip() for e in value.split(",")):
         if not entry:
             continue
         if "/" in entry:
             api_version, kind = entry.rsplit("/", 1)
-            specs.append(kinds.lookup(api_version, kind))
+            found = [k for k in kinds.KINDS if k.api_version == api_version and k.kind.lower() == kind.lower()]
+            specs.extend(found or [kinds.lookup(api_version, kind)])  # none: lookup's error names both
             continue
-        found = [k for k in kinds.by_kind_name(entry) if k.plural]
+        # by_kind_name's entries, in any case: a bare name never means a kind that must be named by apiVersion
+        found = [k for k in kinds.KINDS if k.plural and k.by_name and k.kind.lower() == entry.lower()]
         if not found:
-            raise ValueError(f"JOBSYNC_ALLOWED_KINDS: unknown kind {entry!r}")
-        specs.extend(found)
+            known = ", ".join(sorted({k.kind for k in kinds.KINDS if k.plural}))
+            raise ValueError(f"{source}: unknown kind {entry!r} (known: {known})")
+        specs.extend(spec for spec in found if spec not in specs)
     if not specs:
-        raise ValueError("JOBSYNC_ALLOWED_KINDS names no kind")
+        raise ValueError(f"{source} names no kind")
     return tuple(specs)
 
 

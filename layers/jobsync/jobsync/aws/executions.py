@@ -62,6 +62,22 @@ def cleanup_state_ran(client: Any, arn: str) -> bool:
     )
 
 
+def stopped_with(client: Any, arn: str) -> str | None:
+    """The error a StopExecution gave the execution (its ExecutionAborted event's), or None when it was not stopped."""
+    from botocore.exceptions import ClientError
+
+    try:
+        page = client.get_execution_history(executionArn=arn, reverseOrder=True, maxResults=1)
+    except ClientError as exc:
+        if _code(exc) in _DENIED:
+            raise _denied("GetExecutionHistory", arn) from None
+        raise
+    for event in page.get("events", []):
+        if event.get("type") == "ExecutionAborted":
+            return str((event.get("executionAbortedEventDetails") or {}).get("error") or "") or None
+    return None
+
+
 def history_reader(client: Any) -> History:
     """GetExecutionHistory through ``client``, oldest first, page by page."""
 

@@ -169,6 +169,33 @@ def get_api_client(settings: ClusterSettings | None = None) -> k8s.ApiClient:
         return entry.client
 
 
+def check_reachable(settings: ClusterSettings, timeout: float = 3.0) -> None:
+    """Fail at once, saying so, when the cluster's API server cannot be reached at all.
+
+    For a person at a terminal (``jobsync wait``, ``jobsync logs``, ``make demo KUBECONFIG_FILE=``):
+    a kubeconfig that points at a cluster that is down would otherwise be retried, silently, for
+    minutes, as a run retries a look. One ``GET /version`` with short timeouts; any HTTP answer
+    (even 401 or 403) means the server is there, and what it refuses is the next call's to report.
+    Raises ClusterConfigError naming the kubeconfig and its context, never the endpoint.
+    """
+    client = get_api_client(settings)  # a kubeconfig that cannot be loaded raises here, saying why
+    try:
+        k8s.VersionApi(client).get_code(_request_timeout=(timeout, timeout))
+    except ApiException:
+        return
+    except (TransientClusterError, *_TRANSPORT) as exc:
+        failure = str(exc).rsplit("(", 1)[-1].rstrip(")") if isinstance(exc, JobsyncError) else type(exc).__name__
+        which = f"is {settings.kubeconfig} its kubeconfig?" if settings.kubeconfig else "is this its kubeconfig?"
+        raise _error(
+            ClusterConfigError,
+            settings.label,
+            f"the API server does not answer ({failure}, {timeout:g}s a try): is the cluster running, and {which}",
+        ) from None
+
+
+_TRANSPORT = (urllib3.exceptions.HTTPError, OSError)
+
+
 def reset_cache() -> None:
     """Forget every client, endpoint and token (tests; the harness between runs)."""
     with _lock:

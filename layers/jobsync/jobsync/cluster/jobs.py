@@ -247,6 +247,38 @@ class KubeJobs:
             return ""
         return bytes(response.data or b"").decode("utf-8", errors="replace")
 
+    def stream_log(
+        self, namespace: str, pod: str, container: str, follow: bool = False, read_timeout: float = 60.0
+    ) -> Generator[str, None, None]:
+        """A container's whole log, line by line (``follow``: then what it writes, until it ends).
+
+        For a person following a job (``jobsync logs -f``), never for a Lambda. Bytes that are not
+        UTF-8 become U+FFFD. A log quiet for ``read_timeout`` seconds ends the stream with
+        TransientClusterError, as a dropped connection does: the caller looks at the job and reads again.
+        """
+        response = self._call(
+            self._core.read_namespaced_pod_log,
+            pod,
+            namespace,
+            container=container,
+            follow=follow,
+            _preload_content=False,
+            _request_timeout=(REQUEST_TIMEOUT[0], read_timeout),
+        )
+        pending = b""
+        try:
+            for chunk in response.stream(4096):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", errors="replace")
+            if pending:
+                yield pending.decode("utf-8", errors="replace")
+        except TRANSPORT_ERRORS as exc:
+            raise unreachable(exc) from None
+        finally:
+            response.release_conn()
+
     def _call(
         self,
         fn: Callable[..., T],

@@ -4,6 +4,11 @@ Every step checks a request against the deployment before it asks the cluster
 anything (``allowed_spec``), and an object against the execution before it
 reads more of it or deletes it (``not_ours``): the Lambdas can be invoked by
 anyone allowed to, and a job that is not ours is never touched.
+
+A job a person names to wait for (``jobsync wait``, ``jobsync.wait``) is
+*adopted*: not created by an execution, only read, never changed. It is the
+one object of the uid first seen under that name; an object that takes the
+name later is another job.
 """
 
 from __future__ import annotations
@@ -54,8 +59,14 @@ def not_ours(obj: Any, execution: str, uid: str | None = None) -> str | None:
     return None
 
 
-def ensure_ours(obj: Any, job: JobRef, execution: str) -> None:
-    """Raise NotOurJob unless ``obj`` is the job ``execution`` created (the object ``job.uid``, when known)."""
-    why = not_ours(obj, execution, job.uid)
+def ensure_ours(obj: Any, job: JobRef, execution: str, adopted: bool = False) -> None:
+    """Raise NotOurJob unless ``obj`` is the job ``execution`` created (the object ``job.uid``, when known).
+
+    ``adopted``: the job was named, not created (see the module docstring): the object ``job.uid`` alone.
+    """
+    if adopted:
+        why = None if job.uid and meta(obj).uid == job.uid else "the name now belongs to another object"
+    else:
+        why = not_ours(obj, execution, job.uid)
     if why is not None:
         raise NotOurJob(f"{job.kind} {job.namespace}/{job.name} is {why}: left alone")

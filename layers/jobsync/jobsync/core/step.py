@@ -46,13 +46,19 @@ Looking = Generator[Read, Any, Step]
 
 
 def step(
-    state: LoopState, obj: Mapping[str, Any] | None, now: float, settings: Settings, watched: float = 0.0
+    state: LoopState,
+    obj: Mapping[str, Any] | None,
+    now: float,
+    settings: Settings,
+    watched: float = 0.0,
+    adopted: bool = False,
 ) -> Looking:
     """The next state after a look that saw ``obj`` (None: the API did not show it) at ``now``.
 
     ``watched``: the seconds a watch held the look (watch mode). Yields the reads the verdict needs.
+    ``adopted``: the job was named to wait for, not created by the execution (``jobsync.core.ours``).
     """
-    verdict = yield from judge(state, obj, now, settings)
+    verdict = yield from judge(state, obj, now, settings, adopted=adopted)
     phase = verdict.phase
     update: dict[str, Any] = {
         "polls": state.polls + 1,

@@ -87,9 +87,17 @@ class Verdict:
 
 
 def judge(
-    state: LoopState, obj: Mapping[str, Any] | None, now: float, settings: Settings, looked_again: bool = False
+    state: LoopState,
+    obj: Mapping[str, Any] | None,
+    now: float,
+    settings: Settings,
+    looked_again: bool = False,
+    adopted: bool = False,
 ) -> Deciding:
-    """The verdict on ``state``'s job as a look saw it (``obj``, None: not shown) at ``now``; yields its reads."""
+    """The verdict on ``state``'s job as a look saw it (``obj``, None: not shown) at ``now``; yields its reads.
+
+    ``adopted``: a job named to wait for, not created by the execution (``jobsync.core.ours``).
+    """
     spec = allowed_spec(state.job, settings)
     starts = settings.starts
     since_submit = now - seconds(state.submittedAt)
@@ -105,7 +113,7 @@ def judge(
         message = f"the job no longer exists (last seen {state.phase}); deleted by hand or by ttlSecondsAfterFinished"
         found = Verdict(Phase.NOT_FOUND, "JobDeleted", message, visible=False, reconciled=False)
     else:
-        ensure_ours(obj, state.job, state.execution)  # another's job: its pods and logs are never read
+        ensure_ours(obj, state.job, state.execution, adopted)  # another's job: its pods and logs are never read
         found = yield from _explain(evaluate(obj), obj, spec, state, now, since_submit, settings)
     budget = state.queueDeadline
     if not found.phase.terminal and found.waiting and budget is not None and now >= seconds(budget):

@@ -44,6 +44,12 @@ When the history shows no Submit that answered:
 A job that is already gone is success. The event arrives for FAILED
 executions that did run their Cleanup state too; their own Cleanup decided,
 and nothing changes.
+
+An execution stopped with the error ``KEEP_JOB_ERROR`` (``jobsync stop
+--keep-job``) keeps its job, whatever its ``cleanup`` setting says: the person
+who stopped it asked to. Keeping is always safe; only a deletion needs the
+checks above. The error is Step Functions' record of the stop (DescribeExecution,
+or the history's ExecutionAborted event), not the event's claim.
 """
 
 from __future__ import annotations
@@ -78,6 +84,8 @@ SOURCE = "aws.states"
 ENDED_OUTSIDE_THE_LOOP = frozenset({"ABORTED", "TIMED_OUT", "FAILED"})
 CLEANUP_MODES = ("onFailure", "always", "never")
 SUBMIT_STATE = "Submit"  # statemachine/run_job.asl.json
+# The StopExecution error that asks cleanup to keep the job (jobsync stop --keep-job).
+KEEP_JOB_ERROR = "jobsync.KeepJob"
 # The events that carry a task's answer (lambda:invoke, or a Lambda ARN as the Resource), and their details.
 _ANSWERS = {
     "TaskSucceeded": "taskSucceededEventDetails",
@@ -111,6 +119,7 @@ def is_execution_event(event: Any) -> bool:
 
 Describe = Callable[[str], "dict[str, Any] | None"]
 CleanupRan = Callable[[str], bool]
+StoppedWith = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -128,12 +137,14 @@ def cleanup_after(
     describe: Describe,
     history: History,
     cleanup_ran: CleanupRan | None = None,
+    stopped: StoppedWith | None = None,
 ) -> dict[str, Any]:
     """Delete the job of an execution that ended outside the loop, if its ``cleanup`` setting asks for it.
 
     ``describe`` is DescribeExecution (``jobsync.runtime.describe_execution``):
     None for an execution Step Functions does not know. ``history`` is
-    GetExecutionHistory (``jobsync.aws.executions.history_reader``).
+    GetExecutionHistory (``jobsync.aws.executions.history_reader``). ``stopped``
+    gives the error a StopExecution recorded (``jobsync.aws.executions.stopped_with``).
     """
     change: ExecutionStatusChange = parse(ExecutionStatusChange, event)
     detail = change.detail
@@ -153,6 +164,11 @@ def cleanup_after(
         # Its own Cleanup state already did what the cleanup setting says; a run that lost sight of
         # its job (ERROR) kept it on purpose, and this event must not delete it after all.
         return {**result, "reason": "the execution's own Cleanup state ran: left as it decided"}
+
+    if status == "ABORTED" and _stopped_error(arn, description, stopped) == KEEP_JOB_ERROR:
+        submitted = submitted_job(history(arn), arn)
+        result["job"] = submitted.job.model_dump() if submitted.job is not None else None
+        return {**result, "cleanup": "kept", "reason": f"stopped with {KEEP_JOB_ERROR} (jobsync stop --keep-job): kept"}
 
     execution_input = _execution_input(description.get("input"))
     mode = execution_input.get("cleanup", "onFailure")
@@ -176,6 +192,14 @@ def cleanup_after(
         return {**result, "reason": f"left alone: {exc}"}
     deleted, reason = delete_if_ours(cluster, spec, job.namespace, job.name, arn, uid)
     return {**result, "deleted": deleted, "reason": reason}
+
+
+def _stopped_error(arn: str, description: dict[str, Any], stopped: StoppedWith | None) -> str | None:
+    """The error the execution was stopped with: DescribeExecution's, else its history's ExecutionAborted's."""
+    error = description.get("error")
+    if isinstance(error, str) and error:
+        return error
+    return stopped(arn) if stopped is not None else None
 
 
 def submitted_job(events: Iterable[dict[str, Any]], arn: str) -> Submitted:

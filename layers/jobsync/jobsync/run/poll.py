@@ -44,13 +44,15 @@ def poll(state: LoopState, cluster: Cluster, settings: Settings) -> LoopState:
     return look(state, cluster, settings).state
 
 
-def look(state: LoopState, cluster: Cluster, settings: Settings) -> Step:
+def look(state: LoopState, cluster: Cluster, settings: Settings, adopted: bool = False) -> Step:
+    """One look's whole decision (``poll`` returns its state). ``adopted``: a job named to wait for, not
+    created by the execution (``jobsync.core.ours``; ``jobsync.run.wait``)."""
     spec = allowed_spec(state.job, settings)
     obj = cluster.get(spec, state.job.namespace, state.job.name)
     watched = 0.0
     if obj is not None and settings.wait.watch_seconds:
         obj, watched = _watch_for_change(cluster, spec, state, obj, settings)
-    looking = step(state, obj, clock.now(), settings, watched)
+    looking = step(state, obj, clock.now(), settings, watched, adopted=adopted)
     return decide(looking, lambda read: _read(read, spec, state, cluster, settings))
 
 

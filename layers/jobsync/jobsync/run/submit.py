@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from kubernetes.client.exceptions import ApiException
@@ -25,16 +26,21 @@ TemplateFetcher = Callable[[str], str]
 logger = logging.getLogger(__name__)
 
 
-def submit(
-    request: SubmitRequest,
-    cluster: Cluster,
-    settings: Settings,
-    fetch_template: TemplateFetcher,
-    hints: HintStore | None = None,
-) -> LoopState:
-    """Create the job (or adopt the one this execution already created) and return the first loop state.
+@dataclass(frozen=True)
+class Planned:
+    """The object Submit would create and what it was made from: every check passed, nothing touched the cluster."""
 
-    Without ``expectedDurationSeconds``, the family's learned median (``hints``) is the hint.
+    obj: dict[str, Any]  # named, labelled, in the deployment's namespace
+    spec: KindSpec
+    manifest: dict[str, Any]  # as the input gave it, or as its template rendered it
+    timeout: int
+    template: str | None  # the template's URI, for a jobTemplate input
+
+
+def plan(request: SubmitRequest, settings: Settings, fetch_template: TemplateFetcher) -> Planned:
+    """Every check and every step of Submit short of creating the job (``jobsync submit --dry-run`` shows it).
+
+    Raises InvalidInput naming what is wrong.
     """
     namespace = request.namespace or settings.namespace
     if namespace != settings.namespace:
@@ -58,21 +64,36 @@ def submit(
     expected = request.expectedDurationSeconds
     if expected is not None and expected > settings.max_timeout_seconds:
         raise InvalidInput(f"expectedDurationSeconds: {expected} is over the maximum of {settings.max_timeout_seconds}")
+    template = None
     if request.job is not None:
-        manifest, source = request.job, "job"
+        manifest = request.job
     else:
-        source = "jobTemplate"
-        text = fetch_template(_checked_template_uri(request.jobTemplate or "", settings))
-        manifest = manifests.load_template(text, request.parameters, source, settings)
+        template = _checked_template_uri(request.jobTemplate or "", settings)
+        manifest = manifests.load_template(fetch_template(template), request.parameters, "jobTemplate", settings)
     obj = manifests.prepare(manifest, request.execution, namespace, settings)
     spec = manifests.check_kind(obj, settings)
+    return Planned(obj, spec, manifest, timeout, template)
 
+
+def submit(
+    request: SubmitRequest,
+    cluster: Cluster,
+    settings: Settings,
+    fetch_template: TemplateFetcher,
+    hints: HintStore | None = None,
+) -> LoopState:
+    """Create the job (or adopt the one this execution already created) and return the first loop state.
+
+    Without ``expectedDurationSeconds``, the family's learned median (``hints``) is the hint.
+    """
+    planned = plan(request, settings, fetch_template)
+    spec, obj, timeout = planned.spec, planned.obj, planned.timeout
     try:
         created = cluster.create(spec, obj)
     except ApiException as exc:  # 409: ours from a retried submit, or someone else's
         created = _adopt(cluster, spec, obj, request.execution, exc)
 
-    family = request.jobFamily or _family(manifest)
+    family = request.jobFamily or _family(planned.manifest)
     hint = request.expectedDurationSeconds
     hint_source: Literal["input", "learned"] | None = "input" if hint else None
     if hint is None and hints is not None and family:
@@ -91,7 +112,7 @@ def submit(
         hint=hint,
         family=family,
         hint_source=hint_source,
-        queue_timeout=queue_timeout,
+        queue_timeout=request.queueTimeoutSeconds,  # checked by plan()
         deadline_from=request.deadlineFrom,
     )
     return first.state
