@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from tests.support.lambdas import EVENTS, ROOT
@@ -136,16 +137,26 @@ def clock(text: str) -> int:
 
 
 def make_demo(*args: str) -> subprocess.CompletedProcess[str]:
-    """``make demo ARGS`` as a user types it (the installed venv is taken as up to date)."""
-    return subprocess.run(
-        ["make", "--no-print-directory", "-o", ".venv/.installed", "demo", *args],
-        cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith(("JOBSYNC_", "MAKE"))},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    """``make demo ARGS`` as a user types it (the installed venv is taken as up to date); its verdict file in a
+    folder of its own, so that two runs of the suite at once (CI's today and four years ahead) keep theirs."""
+    with tempfile.TemporaryDirectory(prefix="jobsync-demo-") as verdicts:
+        return subprocess.run(
+            [
+                "make",
+                "--no-print-directory",
+                "-o",
+                ".venv/.installed",
+                "demo",
+                f"DEMO_VERDICT={verdicts}/verdict",
+                *args,
+            ],
+            cwd=ROOT,
+            env={k: v for k, v in os.environ.items() if not k.startswith(("JOBSYNC_", "MAKE"))},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
 
 def test_make_demo_of_a_failing_story_ends_with_its_verdict_not_makes_error_line():
