@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runtime, strict_json, tracing
+from jobsync import handler_metrics, runtime, strict_json, tracing
 from jobsync.errors import InvalidInput
 from jobsync.run import jobs
 from jobsync.run.inputs import parse
@@ -28,6 +28,7 @@ metrics = Metrics()
 @logger.inject_lambda_context
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
+@handler_metrics.count_errors(metrics, "JobsErrors")
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     step = event.get("step") if isinstance(event, dict) else None
     if step == "prepare":

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from jobsync import runtime, tracing
+from jobsync import handler_metrics, runtime, tracing
 from jobsync.aws.tokens import TokenStore
 from jobsync.errors import InvalidInput
 from jobsync.run.sweep import sweep
@@ -30,6 +30,7 @@ metrics = Metrics()
 @logger.inject_lambda_context
 @tracing.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
+@handler_metrics.count_errors(metrics, "SweepErrors")
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event != SCHEDULED:
         got = json.dumps(event, default=str)[:120]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from jobsync.run.manifests import job_labels
 from tests.support.kube import PYTORCHJOBS
 from tests.support.lambdas import invoke, load_event
+
+FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
 
 
 def emf_metrics(text: str) -> list[tuple[str, dict[str, str]]]:
@@ -54,10 +57,10 @@ def test_every_handler_publishes_a_metric_even_when_it_raises_or_does_nothing(la
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "No application metrics to publish" would raise here
-        for function in ("submit", "status", "cleanup", "await", "resume", "evaluate"):
+        for function in sorted(p.parent.name for p in FUNCTIONS.glob("*/app.py")):
             with pytest.raises(Exception) as raised:
                 invoke(function, {"not": "an event of any of them"}, lambda_context)
             assert not isinstance(raised.value, UserWarning), function
     printed = capsys.readouterr().out
-    for name in ("SubmitErrors", "StatusErrors", "CleanupErrors", "AwaitErrors", "ResumeErrors", "EvaluateErrors"):
+    for name in (f"{p.parent.name.capitalize()}Errors" for p in FUNCTIONS.glob("*/app.py")):  # SubmitErrors, ...
         assert f'"Name":"{name}"' in printed, name
