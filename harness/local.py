@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from harness.clock import VirtualClock
+from harness.invocations import own_metrics_per_thread
 from harness.kubeapi import KubeAPI
 from harness.kueue_sim import KueueSim
 from harness.local_stack import EVENT_BUS, RUNS_BUCKET, TABLE, TEMPLATE_BUCKET, TEMPLATE_PREFIX, TEMPLATES, LocalStack
@@ -100,6 +101,7 @@ def load_handler(function: str) -> ModuleType:
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        own_metrics_per_thread(module)
         _handlers[function] = module
     return _handlers[function]
 

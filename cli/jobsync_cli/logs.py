@@ -62,7 +62,7 @@ def execution_job(arn: str, region: str | None) -> Target:
         raise aws_error(err, f"cannot read the history of {arn}") from None
     submitted = submitted_job(events, arn)
     if submitted.job is None:
-        if any(event.get("type") == "TaskSubmitted" for event in events):
+        if any(event.get("type") in ("MapRunStarted", "TaskSubmitted") for event in events):
             raise FollowError(f"{arn} runs several jobs (RunJobs): give one job's execution (jobsync run names them)")
         why = "its Submit did not answer" if submitted.ran else "it never reached Submit"
         raise FollowError(f"{arn} created no job: {why}")

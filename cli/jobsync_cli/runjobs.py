@@ -1,10 +1,12 @@
 """A RunJobs execution followed job by job: each child RunJob execution, in input order, and the worst outcome.
 
-RunJobs starts one child RunJob execution per job (``statemachine/run_jobs.asl.json``). Its own
-history says which child runs which job: a child's ``TaskSubmitted`` event carries the child's
-ARN, and its ``previousEventId`` chain leads back to the Map iteration (``MapIterationStarted``,
-with the job's index in the input) it belongs to. Each child's own history then gives its looks,
-as ``jobsync run`` reads a RunJob execution (``jobsync_cli.history``).
+RunJobs starts one child RunJob execution per job (``statemachine/run_jobs.asl.json``), from a
+Distributed Map: its history's ``MapRunStarted`` names the Map Run, whose child workflow executions
+(``ListExecutions(mapRunArn=...)``) each have the job's index in their input and, in their own
+history, a ``TaskSubmitted`` event carrying the RunJob execution's ARN. (An inline Map's
+``TaskSubmitted`` events are in the run's own history, their ``previousEventId`` chain leading back
+to the iteration: read too.) Each RunJob execution's history then gives its looks, as ``jobsync
+run`` reads a RunJob execution (``jobsync_cli.history``).
 
 :class:`RunJobsReader` is pure: events in, children (in input order), changes and the outcome out.
 A child's line is printed when its phase or reason changes, and when it ends, each line naming
@@ -126,6 +128,7 @@ class RunJobsReader:
         self.children: dict[int, Child] = {i: Child(i, name) for i, name in enumerate(job_names(execution_input))}
         self._events: dict[int, dict[str, Any]] = {}
         self.latest: float | None = None  # the latest event time seen, of the run or a child
+        self.map_runs: list[str] = []  # the Map Runs the run started (a Distributed Map), in order
 
     @property
     def outcome(self) -> Outcome | None:
@@ -147,17 +150,27 @@ class RunJobsReader:
         self.parent.feed(events)
         started = []
         for event in events:
+            details = event.get("mapRunStartedEventDetails")
+            if event.get("type") == "MapRunStarted" and isinstance(details, dict) and details.get("mapRunArn"):
+                self.map_runs.append(str(details["mapRunArn"]))
             if event.get("type") != "TaskSubmitted":
                 continue
             arn = _submitted_arn(event)
             index = self._iteration(event)
             if arn is None or index is None:
                 continue
-            child = self.children.setdefault(index, Child(index, f"job-{index}"))
-            if not child.arn:
-                child.arn = arn
+            child = self.adopt(index, arn)
+            if child is not None:
                 started.append(child)
         return started
+
+    def adopt(self, index: int, arn: str) -> Child | None:
+        """The child at ``index`` runs as ``arn``; the child, or None when it was known already."""
+        child = self.children.setdefault(index, Child(index, f"job-{index}"))
+        if child.arn:
+            return None
+        child.arn = arn
+        return child
 
     def feed_child(self, child: Child, events: Iterable[dict[str, Any]]) -> list[Change]:
         """The lines a child's new events give: one when its phase or reason changed, one when it ended."""
@@ -231,6 +244,49 @@ def _named(line: str, child: Child) -> str:
     """A look's line with the job it is about after the time: ``+00:01:05  [0] mnist-4b6d92d0  RUNNING ...``."""
     clock, rest = line.split("  ", 1)
     return f"{clock}  [{child.index}] {child.job:<28} {rest}"
+
+
+class MapRunChildren:
+    """The RunJob executions a Distributed Map's Map Run started, as (index, ARN), each handed out once.
+
+    A Map Run child workflow execution's input is RunJobs' ItemSelector (``index``, ``input``); its
+    ``TaskSubmitted`` event (startExecution.sync) carries the RunJob execution's ARN. A child that has not
+    submitted yet is looked at again next time.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.done: set[str] = set()  # Map Run children whose RunJob execution is known
+
+    def read(self, map_run_arn: str) -> list[tuple[int, str]]:
+        found = []
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"mapRunArn": map_run_arn, "maxResults": 1000}
+            if token:
+                kwargs["nextToken"] = token
+            page = self.client.list_executions(**kwargs)
+            for listed in page.get("executions", []):
+                arn = listed["executionArn"]
+                if arn in self.done:
+                    continue
+                started = self._started(arn)
+                if started is not None:
+                    self.done.add(arn)
+                    found.append(started)
+            token = page.get("nextToken")
+            if not token:
+                return found
+
+    def _started(self, arn: str) -> tuple[int, str] | None:
+        index, submitted = None, None
+        for event in HistoryPager(self.client, arn).read():
+            if event.get("type") == "ExecutionStarted":
+                index = _input_index((event.get("executionStartedEventDetails") or {}).get("input"))
+            elif event.get("type") == "TaskSubmitted":
+                submitted = _submitted_arn(event)
+                break
+        return (index, submitted) if index is not None and submitted is not None else None
 
 
 def _submitted_arn(event: dict[str, Any]) -> str | None:
@@ -338,13 +394,17 @@ def follow_run_jobs(
     reader = RunJobsReader(execution_input)
     parent = HistoryPager(client, execution_arn)
     pagers: dict[int, HistoryPager] = {}
+    map_children = MapRunChildren(client)
     tty = out.isatty() if tty is None else tty
     view: live.View = live.LiveTable(out, f"RunJobs {execution_arn.rsplit(':', 1)[-1]}") if tty else live.Lines(out)
     clock = _RunClock(now)
     try:
         reads_after_end = 0
         while True:
-            for child in reader.feed_parent(parent.read()):
+            started = reader.feed_parent(parent.read())
+            for map_run in reader.map_runs:
+                started += [c for i, arn in map_children.read(map_run) if (c := reader.adopt(i, arn)) is not None]
+            for child in started:
                 pagers[child.index] = HistoryPager(client, child.arn)
             changes = []
             for child in reader.ordered():

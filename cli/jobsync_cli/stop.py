@@ -40,12 +40,17 @@ def stack_of(arn: str) -> str:
 
 
 def children(sfn: Any, arn: str) -> list[str]:
-    """The child executions a RunJobs execution started (its TaskSubmitted events), in the order it started them."""
-    from jobsync_cli.runjobs import _submitted_arn
+    """The RunJob executions a RunJobs execution started, in input order (through its Map Run's children)."""
+    from jobsync_cli.runjobs import MapRunChildren, RunJobsReader
 
     events = call(f"cannot read the history of {arn}", HistoryPager(sfn, arn).read)
-    found = [_submitted_arn(event) for event in events if event.get("type") == "TaskSubmitted"]
-    return [child for child in found if child]
+    reader = RunJobsReader()
+    reader.feed_parent(events)
+    map_children = MapRunChildren(sfn)
+    for map_run in reader.map_runs:
+        for index, child in call(f"cannot list the children of {map_run}", lambda run=map_run: map_children.read(run)):
+            reader.adopt(index, child)
+    return [child.arn for child in reader.ordered() if child.arn]
 
 
 def job_line(sfn: Any, arn: str) -> str:

@@ -17,7 +17,7 @@ from harness.kubeapi import KubeAPI
 from harness.operator_objects import CONTAINER, _training_log
 from harness.operator_sim import OOM_TRACEBACK, OperatorSim
 from jobsync_cli import follow
-from tests.support.cli import INPUT, Service, jobsync, service, write_kubeconfig
+from tests.support.cli import INPUT, RUN_JOBS_INPUT, Service, jobsync, service, write_kubeconfig
 from tests.support.kube import NAMESPACE, start_kube_api
 from tests.support.lambdas import EVENTS
 
@@ -152,3 +152,17 @@ def test_follow_prints_each_line_once_until_the_job_ends(tmp_path):
     assert failed.returncode == follow.EXIT_JOB_FAILED, failed.stderr
     assert failed.stdout == _training_log("Worker", 0, done=False) + OOM_TRACEBACK
     assert failed.stderr.splitlines()[-1] == "==> PyTorchJob oom ended FAILED"
+
+
+def test_a_run_of_several_jobs_names_what_to_give_instead(tmp_path):
+    with service("success", several=True) as svc:
+        svc.create_stack("jobsync")
+        arn = svc.local.sfn.start(svc.run_jobs_arn, json.loads(RUN_JOBS_INPUT.read_text()))
+        svc.local.sfn.wait(arn, timeout_s=120)
+        assert svc.local.api is not None
+        kubeconfig = write_kubeconfig(tmp_path / "config", svc.local.api.url)
+
+        proc = svc.jobsync("logs", arn, "--kubeconfig", str(kubeconfig))
+
+    assert proc.returncode == follow.EXIT_BAD_INPUT
+    assert f"{arn} runs several jobs (RunJobs): give one job's execution" in proc.stderr

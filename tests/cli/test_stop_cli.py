@@ -15,6 +15,7 @@ from typing import Any
 
 from jobsync.aws.cleanups import CleanupRecords
 from jobsync_cli import follow
+from jobsync_cli.stop import children
 from tests.support.cli import INPUT, RUN_JOBS_INPUT, Service, service
 
 UID = r"[0-9a-f-]{36}"
@@ -119,10 +120,9 @@ def test_stopping_a_run_of_several_jobs_shows_each_jobs_cleanup(tmp_path):
     with service("success", several=True) as svc:
         svc.create_stack("jobsync")
         arn = running(svc, path, machine=svc.run_jobs_arn)
-        while (
-            len([e for e in svc.sfn.get_execution_history(executionArn=arn)["events"] if e["type"] == "TaskSubmitted"])
-            < 3
-        ):
+        deadline = time.monotonic() + 60
+        while len(children(svc.sfn, arn)) < 3:  # every job's RunJob execution started (through the Map Run)
+            assert time.monotonic() < deadline, "the run's three RunJob executions did not start within 60 s"
             time.sleep(0.05)
         time.sleep(0.5)
 
