@@ -3,6 +3,7 @@
     python -m bench [--jobs N] [--seed S] [--quick] [--sweep] [--no-write]
     python -m bench --throughput [--throughput-max N] [--no-write]
     python -m bench --container [--no-write]     (under python -m lambda_runtime run: make bench-container)
+    python -m bench --report-only
 
 Prints the tables, and writes bench/results.json, docs/performance.md and
 docs/performance.png (unless --no-write). --throughput measures only the
@@ -10,7 +11,9 @@ throughput of RunJobs in the local run (bench/throughput.py) and updates the
 ``throughput`` key of bench/results.json and the docs/performance.md rendered
 from it, leaving every other key as it was; --container likewise measures only
 the cold start of each function in the Lambda runtime (bench/container.py, key
-``container_cold_start``).
+``container_cold_start``). --report-only measures nothing: it judges the recorded
+figures of bench/results.json against the targets again (its ``targets`` key) and
+redraws docs/performance.md and docs/performance.png from them.
 """
 
 from __future__ import annotations
@@ -180,6 +183,20 @@ def container_main(write: bool = True, progress: Any = print, results_path: Path
     return 0
 
 
+def report_main(
+    progress: Any = print, results_path: Path = RESULTS, markdown_path: Path = MARKDOWN, plot_path: Path = PLOT
+) -> int:
+    """The targets, docs/performance.md and its plot from the figures bench/results.json holds; nothing measured."""
+    results = read_results(results_path)
+    if "meta" not in results:
+        print(f"{results_path.name} holds no full run's results: run `make bench` first", file=sys.stderr)
+        return 2
+    results["targets"] = report.targets(results)
+    results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    report.write(results, markdown_path, plot_path, progress)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, help=f"simulated jobs (default {Config.jobs})")
@@ -208,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only each function's cold start in the Lambda runtime (sam local start-lambda; needs Docker)",
     )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: judge bench/results.json's figures against the targets again and redraw "
+        "docs/performance.md and docs/performance.png from them",
+    )
     args = parser.parse_args(argv)
     if args.throughput_max < 1:
         parser.error(f"--throughput-max must be >= 1, got {args.throughput_max}")
@@ -219,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         return throughput_main(args.throughput_max, write=not args.no_write, progress=progress)
     if args.container:
         return container_main(write=not args.no_write, progress=progress)
+    if args.report_only:
+        return report_main(progress=progress)
 
     config = QUICK if args.quick else Config()
     config = replace(config, seed=args.seed)

@@ -1,4 +1,5 @@
-"""docs/performance.md and its plot from the benchmark's results (tables: bench.tables; targets: bench.targets)."""
+"""docs/performance.md and its plot from the benchmark's results (tables: bench.tables; targets: bench.targets;
+the plot: bench.plot)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import container
-from bench.tables import _table, class_table, lambda_table, policies, policy_table, targets_table
+from bench.plot import plot
+from bench.tables import _table, class_table, lambda_table, policy_table, targets_table
 from bench.targets import (
     GB_HOUR_USD,
     HOURS_PER_MONTH,
@@ -56,44 +58,6 @@ LEARNED_NOTE = (
 )
 # The notifier: one pod on a node the cluster already runs. Priced at the Fargate rates (us-east-1, Linux x86)
 # as the share of a node it takes: USD 0.04048 per vCPU-hour and USD 0.004445 per GB-hour.
-
-
-# --------------------------------------------------------------------------- plot
-
-
-def plot(results: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = policies(results)
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
-    seed = results.get("seed-600")
-    if seed:
-        # Where the default policy should land: <= 0.5x the delay at <= 1.5x the transitions.
-        ax.fill_between(
-            [0, 1.5 * seed["transitions_per_job"]], 0, 0.5 * seed["mean_delay_s"], color="tab:green", alpha=0.12
-        )
-        ax.text(4, 0.5 * seed["mean_delay_s"] - 6, "default's target", va="top", fontsize=8, color="tab:green")
-        # And with the ±20 % hint: <= 0.25x the delay at no more transitions.
-        hint_box = (seed["transitions_per_job"], 0.25 * seed["mean_delay_s"])
-        ax.plot([0, hint_box[0], hint_box[0]], [hint_box[1], hint_box[1], 0], ls="--", lw=1, color="tab:red", alpha=0.6)
-        ax.text(4, hint_box[1] - 6, "hint's target", va="top", fontsize=8, color="tab:red")
-    for name in names:
-        r = results[name]
-        x, y = r["transitions_per_job"], r["mean_delay_s"]
-        ax.scatter([x], [y], s=40, zorder=3)
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=(6, 5), fontsize=9)
-    ax.set_xlabel("state transitions per job (Step Functions Standard)")
-    ax.set_ylabel("mean detection delay (s)")
-    ax.set_title(f"Detection delay against cost, {results['meta']['jobs']:,} simulated jobs", fontsize=10)
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})  # no version stamp: the file changes only when the numbers do
-    plt.close(fig)
 
 
 # --------------------------------------------------------------------------- machine and markdown

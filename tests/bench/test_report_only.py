@@ -1,0 +1,39 @@
+"""python -m bench --report-only: the targets, docs/performance.md and its plot from the recorded figures alone."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from bench import report
+from bench.__main__ import PLOT, RESULTS, report_main
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return json.loads(RESULTS.read_text())
+
+
+def test_report_only_redraws_from_the_recorded_figures(recorded, tmp_path):
+    results_path, md, png = tmp_path / "results.json", tmp_path / "performance.md", tmp_path / PLOT.name
+    stale = copy.deepcopy(recorded)
+    stale["targets"] = []
+    results_path.write_text(json.dumps(stale))
+    assert report_main(lambda _m: None, results_path, md, png) == 0
+    rewritten = json.loads(results_path.read_text())
+    assert rewritten["targets"] == report.targets(recorded)
+    assert {k: v for k, v in rewritten.items() if k != "targets"} == {
+        k: v for k, v in recorded.items() if k != "targets"
+    }
+    assert md.read_text() == report.markdown(rewritten, PLOT.name)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_only_refuses_results_of_no_full_run(tmp_path, capsys):
+    results_path = tmp_path / "results.json"
+    results_path.write_text(json.dumps({"throughput": {}}))
+    assert report_main(lambda _m: None, results_path, tmp_path / "p.md", tmp_path / "p.png") == 2
+    assert "holds no full run's results: run `make bench` first" in capsys.readouterr().err
+    assert not (tmp_path / "p.md").exists()
