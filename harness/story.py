@@ -147,10 +147,14 @@ def _published_at_their_resume(notes: Iterable[Entry], seen: Sequence[Entry]) ->
 
 def run_jobs_lines(sfn: LocalStepFunctions, arn: str, execution_input: Any) -> tuple[list[str], Any]:
     """What ``jobsync run`` prints for a RunJobs run, read from the run's and its children's histories."""
-    from jobsync_cli.runjobs import RunJobsReader, summary_lines
+    from jobsync_cli.runjobs import MapRunChildren, RunJobsReader, summary_lines
 
     reader = RunJobsReader(execution_input)
     reader.feed_parent(sfn.history(arn))
+    map_children = MapRunChildren(sfn._sfn)  # each job's RunJob execution, through the Map Run, as the CLI finds it
+    for map_run in reader.map_runs:
+        for index, child in map_children.read(map_run):
+            reader.adopt(index, child)
     changes = []
     for child in reader.ordered():
         if child.arn:

@@ -10,6 +10,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -218,7 +219,8 @@ def test_the_result_writer_exports_every_child_by_status_with_a_manifest(sfn):
         assert json.loads(record["Input"]) == json.loads(kid["input"])
         assert json.loads(record["Output"]) == json.loads(kid["output"])
         assert record["InputDetails"] == record["OutputDetails"] == {"Included": True}
-        assert record["StartDate"] == "2025-01-01T00:00:00.000Z"
+        assert record["StartDate"].endswith("Z")  # ISO 8601, milliseconds, UTC: the child's own start
+        assert datetime.fromisoformat(record["StartDate"].replace("Z", "+00:00")) == kid["startDate"]
 
 
 def test_a_failed_map_run_still_exports_failed_aborted_and_pending_items(sfn):
