@@ -490,18 +490,21 @@ class LocalJobsync(LocalStack):
         settings = Settings.from_env()
         kinds = [spec for spec in settings.allowed_kinds if spec.plural]
         if self.api:
-            found = [job for spec in kinds for job in self.api.objects(spec.group, spec.version, spec.plural or "")]
+            found = [
+                (spec, job) for spec in kinds for job in self.api.objects(spec.group, spec.version, spec.plural or "")
+            ]
         elif self.kubeconfig:
             cluster = KubeJobs(get_api_client())
             selector = f"{MANAGED_BY}=jobsync"
-            found = [job for spec in kinds for job in cluster.list_jobs(spec, settings.namespace, selector)]
+            found = [(spec, job) for spec in kinds for job in cluster.list_jobs(spec, settings.namespace, selector)]
         else:
             return []
         return [
             {
                 "namespace": job["metadata"]["namespace"],
                 "name": job["metadata"]["name"],
-                "phase": str(evaluate(job).phase),
+                # A LIST's items carry no kind or apiVersion of their own (a real server's, for batch/v1 Jobs)
+                "phase": str(evaluate({"apiVersion": spec.api_version, "kind": spec.kind, **job}).phase),
             }
-            for job in found
+            for spec, job in found
         ]

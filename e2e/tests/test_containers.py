@@ -82,5 +82,8 @@ def test_callback_mode_resumed_by_the_notifiers_event(control_plane: ControlPlan
         resumed = [c.result for c in calls(local, "jobsync-resume", arn) if c.result]
         awaited = calls(local, "jobsync-await", arn)
         all_in_containers(local, control_plane)
-    assert awaited and all(not (c.result or {}).get("terminal") for c in awaited), [c.result for c in awaited]
     assert [r["resumed"] for r in resumed].count(True) == 1, resumed
+    # The event woke the wait; the look it woke (the Await after the wake) saw the job terminal, none before it.
+    (woke,) = [c for c in calls(local, "jobsync-resume", arn) if (c.result or {}).get("resumed")]
+    saw_the_end = [c for c in awaited if (c.result or {}).get("terminal")]
+    assert len(saw_the_end) == 1 and saw_the_end[0].at >= woke.at, ([c.result for c in awaited], woke.at)

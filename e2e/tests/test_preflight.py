@@ -130,10 +130,22 @@ def test_the_functions_rbac_in_poll_and_watch_mode(
     assert lines["RBAC of group jobsync"] == "ok    RBAC of group jobsync: all 8 grants the functions need (watch mode)"
 
 
+def served(control_plane: ControlPlane) -> list[str]:
+    """The resources discovery lists for trainer.kubeflow.org/v1alpha1 (none when the group is not served)."""
+    body = control_plane.request("GET", "/apis/trainer.kubeflow.org/v1alpha1").body
+    resources = body.get("resources") if isinstance(body, dict) else None
+    return [str(r.get("name")) for r in resources or []]
+
+
 def test_a_namespace_and_a_kind_the_cluster_does_not_serve(
     control_plane: ControlPlane, aws: Account, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.deploy(ClusterName="training", Namespace="ml-preflight", AllowedKinds="PyTorchJob,TrainJob")
+    # Trainer v2's own CRDs may be installed by an earlier story (test_jobset_trainer.py): TrainJob unserved first.
+    trainjobs = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/trainjobs.trainer.kubeflow.org"
+    control_plane.request("DELETE", trainjobs)
+    wait_for("trainjobs no longer served", lambda: control_plane.request("GET", trainjobs).status == 404, 60)
+    wait_for("trainjobs gone from discovery", lambda: "trainjobs" not in served(control_plane), 60)
     code, lines = preflight(control_plane, capsys)
     assert code == 1
     assert lines["namespace ml-preflight"] == (

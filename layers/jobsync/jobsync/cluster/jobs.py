@@ -170,7 +170,11 @@ class KubeJobs:
             raise unreachable(exc) from None
 
     def list_jobs(self, spec: KindSpec, namespace: str, label_selector: str) -> list[dict[str, Any]]:
-        """The jobs of ``spec``'s kind with these labels (cleanup after an execution event finds a template's job)."""
+        """The jobs of ``spec``'s kind with these labels (cleanup after an execution event finds a template's job).
+
+        A kind the cluster does not serve (404: no CRD, say mpi-operator's MPIJob beside the training-operator's)
+        has no jobs.
+        """
         response = self._call(
             self._custom.list_namespaced_custom_object,
             spec.group,
@@ -178,8 +182,9 @@ class KubeJobs:
             namespace,
             spec.plural,
             label_selector=label_selector,
+            none_on_404=True,
         )
-        return list(response.get("items") or [])
+        return list(response.get("items") or []) if response is not None else []
 
     def list_job_pages(
         self,
