@@ -194,12 +194,12 @@ def wait_quiet(aws: AwsSide, quiet: float = 2.0, timeout: float = 900.0) -> list
     raise TimeoutError("the notifier never stopped publishing")
 
 
-def taken_after(taken: list[tuple[float, int]], start: float) -> tuple[int, float, float]:
-    """(entries taken after ``start``, when the first and the last of them were taken)."""
+def taken_after(taken: list[tuple[float, int]], start: float) -> tuple[int, float, float, int]:
+    """(entries taken after ``start``, when the first and the last of them were taken, the calls that took any)."""
     after = [(t, n) for t, n in taken if t >= start and n]
     if not after:
-        return 0, start, start
-    return sum(n for _, n in after), after[0][0], after[-1][0]
+        return 0, start, start, 0
+    return sum(n for _, n in after), after[0][0], after[-1][0], len(after)
 
 
 @dataclass
@@ -256,9 +256,14 @@ def cluster(size: int, running: int, latency: float, log: Path) -> Iterator[Run]
 
 def wait(dynamodb: Any, names: list[str]) -> None:
     """Those jobs' executions wait: their Awaits stored a token (jobsync.aws.tokens.TokenStore's item)."""
-    for name in names:
-        item = {"pk": {"S": f"{TOKEN_PREFIX}{arn(name)}"}, "token": {"S": "t"}, "state": {"S": "{}"}}
-        dynamodb.put_item(TableName=TABLE, Item=item)
+    for start in range(0, len(names), 25):  # BatchWriteItem's most
+        items = [
+            {"PutRequest": {"Item": {"pk": {"S": f"{TOKEN_PREFIX}{arn(name)}"}, "token": {"S": "t"}}}}
+            for name in names[start : start + 25]
+        ]
+        left = dynamodb.batch_write_item(RequestItems={TABLE: items}).get("UnprocessedItems") or {}
+        if left:
+            raise RuntimeError(f"the token store took only part of a batch: {len(left.get(TABLE, []))} left")
 
 
 def requests(api: Any, verb: str) -> list[float]:
@@ -315,7 +320,7 @@ def measure_size(
             ended = realistic_job("x", ended=True)["status"]
             for name in run.names[:running]:
                 run.api.update_status((*KEY, name), ended)
-            count, _, last = taken_after(wait_quiet(run.aws, quiet), start)
+            count, _, last, _ = taken_after(wait_quiet(run.aws, quiet), start)
             out["burst_events"] = count
             out["burst_s"] = round(last - start, 2)
             out["burst_1000_s"] = out["burst_s"] if running == RUNNING else None
@@ -329,8 +334,9 @@ def measure_size(
         # Publishing: a restart that finds every job ended and every execution waiting.
         for latency in latencies:
             with cluster(size, 0, latency, Path(tmp) / f"restart-{latency}.log") as run:
-                count, first, last = taken_after(wait_quiet(run.aws, quiet), 0.0)
+                count, first, last, calls = taken_after(wait_quiet(run.aws, quiet), 0.0)
             ms = round(latency * 1000)
+            out[f"putevents_calls_at_{ms}ms"] = calls
             out[f"events_per_s_at_{ms}ms"] = round(count / (last - first), 1) if last > first else None
             out[f"republished_at_{ms}ms"] = count
             progress(f"notifier {size:,} jobs: {count:,} events at {ms} ms: {out[f'events_per_s_at_{ms}ms']}/s")

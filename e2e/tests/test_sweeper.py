@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from e2e.controlplane import ControlPlane
-from e2e.tests.jobs import wait_for
-from e2e.tests.runs import apply_role, job_of, jobsync_run, pod_annotations, pytorch_input
+from e2e.tests.jobs import condition, wait_for
+from e2e.tests.runs import apply_role, get_job, job_of, jobsync_run, pod_annotations, pytorch_input
 from e2e.tests.test_callback import (
     CALLBACK,
     NOTIFIER_ENV,
-    await_armed_while_running,
+    PLURAL,
     calls,
     ended,
     parse_time,
@@ -51,7 +51,10 @@ def test_with_the_notifier_dead_the_sweeper_resumes_the_execution(control_plane:
         assert local.sweeps is not None  # the schedule runs
         name = job_of(local, "cb-sweep")
         arn = local.start(pytorch_input(pod_annotations(run_duration="5s"), cleanup="never"), name="cb-sweep")
-        wait_for("an Await armed while the job runs", await_armed_while_running(local, arn), 60, 0.1)
+        # The Await waits out its backstop from the first look on (the sweeper takes a starting job's checks):
+        # no later Await sees the job run, so the job's own Running condition says when.
+        running = lambda: (job := get_job(control_plane, PLURAL, name)) and condition(job, "Running")  # noqa: E731
+        wait_for("the job to run", running, 60, 0.1)
         local.kill_notifier()  # and never started again
         assert local.notifier and not local.notifier.running
         assert status(arn) == "RUNNING"
@@ -59,14 +62,13 @@ def test_with_the_notifier_dead_the_sweeper_resumes_the_execution(control_plane:
         assert local.sfn
         local.sfn.settle()
 
-        # No event told the execution, and no Await timed out to look: the Await of the running job waited
-        # its backstop (the deadline's rest, here) and no Status ran.
+        # No event told the execution, and no Await timed out to look: each Await waited its backstop (the
+        # deadline's rest, here), far past the job's end, and no Status ran.
         assert "SUCCEEDED" not in published(local, name), published(local, name)
         assert calls(local, "jobsync-resume", arn) == []
         assert calls(local, "jobsync-status", arn) == []
         armed = [c.event["state"] for c in calls(local, "jobsync-await", arn)]
-        running = [state for state in armed if state["phase"] == "RUNNING"]
-        assert running and all(state["waitSeconds"] >= 60 for state in running), running
+        assert armed and all(state["waitSeconds"] >= 60 for state in armed), armed
         # The sweeper's look saw the end and resumed the execution, once.
         looks = sweeper_looks(local, arn)
         assert [look["phase"] for look in looks if look["resumed"]] == ["SUCCEEDED"], looks
