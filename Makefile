@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check chart generated demo demo-story lint format bench bench-throughput bench-runjobs validate build scan clean sam-local bench-container
+.PHONY: test test-future package-check chart generated demo demo-story lint format bench bench-throughput bench-runjobs validate build scan clean sam-local bench-container bench-notifier
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -70,6 +70,13 @@ bench: $(STAMP)
 ## updates only the container_cold_start key of bench/results.json and the docs/performance.md rendered from it.
 bench-container: $(STAMP) $(SAM_VENV)/bin/sam
 	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime run -- $(BIN)/python -m bench --container
+
+NOTIFIER_SIZES ?= 1000,10000,20000
+## The notifier process at 1,000 / 10,000 / 20,000 retained jobs of 2.5 KB against the local API, EventBridge at
+## 0 and 20 ms: memory, readiness, publishing (bench/notifier.py; minutes). Updates only the notifier key of
+## bench/results.json, the targets it is held to and the docs/performance.md rendered from them.
+bench-notifier: $(STAMP)
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m bench --notifier --notifier-sizes $(NOTIFIER_SIZES)
 
 THROUGHPUT_MAX ?= 100
 ## Throughput of RunJobs in the local run: 1, 10 and 100 jobs started together per completion mode;

@@ -4,6 +4,7 @@
     python -m bench --throughput [--throughput-max N] [--no-write]
     python -m bench --container [--no-write]     (under python -m lambda_runtime run: make bench-container)
     python -m bench --report-only
+    python -m bench --notifier [--notifier-sizes 1000,10000,20000] [--no-write]     (make bench-notifier)
 
 Prints the tables, and writes bench/results.json, docs/performance.md and
 docs/performance.png (unless --no-write). --throughput measures only the
@@ -14,6 +15,8 @@ the cold start of each function in the Lambda runtime (bench/container.py, key
 ``container_cold_start``). --report-only measures nothing: it judges the recorded
 figures of bench/results.json against the targets again (its ``targets`` key) and
 redraws docs/performance.md and docs/performance.png from them.
+``container_cold_start``); --notifier the notifier process at 1,000 to 20,000
+retained jobs (bench/notifier.py, key ``notifier``, and the targets it is held to).
 """
 
 from __future__ import annotations
@@ -197,6 +200,42 @@ def report_main(
     return 0
 
 
+def notifier_main(
+    sizes: tuple[int, ...],
+    write: bool = True,
+    progress: Any = print,
+    results_path: Path = RESULTS,
+    markdown_path: Path = MARKDOWN,
+) -> int:
+    """Measure the notifier at ``sizes`` retained jobs; update ``notifier``, the targets and the page."""
+    from bench import notifier, notifier_report
+
+    measured = notifier.measure(sizes, progress)
+    measured["machine"] = report.machine()
+    results = read_results(results_path)
+    results["notifier"] = measured
+    print("\n".join(notifier_report.notifier_section(results)))
+    if write:
+        if "meta" in results:  # the targets and the rest of the page need a full run's results
+            results["targets"] = report.targets(results)
+        results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        if "meta" in results:
+            markdown_path.write_text(report.markdown(results, PLOT.name))
+        progress(f"wrote {results_path.name}" + (f" and {markdown_path.name}" if "meta" in results else ""))
+    return 0
+
+
+def sizes_arg(text: str) -> tuple[int, ...]:
+    """``1000,10000``: the notifier's sizes, each a whole number of jobs from 1 to 100,000."""
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes such as 1000,10000, got {text!r}") from None
+    if not sizes or any(not 1 <= n <= 100_000 for n in sizes):
+        raise argparse.ArgumentTypeError(f"each size must be 1 to 100000 jobs, got {text!r}")
+    return sizes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, help=f"simulated jobs (default {Config.jobs})")
@@ -231,6 +270,18 @@ def main(argv: list[str] | None = None) -> int:
         help="measure nothing: judge bench/results.json's figures against the targets again and redraw "
         "docs/performance.md and docs/performance.png from them",
     )
+    parser.add_argument(
+        "--notifier",
+        action="store_true",
+        help="only the notifier process at cluster scale: memory, readiness, publishing (minutes per size)",
+    )
+    parser.add_argument(
+        "--notifier-sizes",
+        type=sizes_arg,
+        default=(1000, 10_000, 20_000),
+        metavar="N,N",
+        help="retained jobs per --notifier run (default 1000,10000,20000)",
+    )
     args = parser.parse_args(argv)
     if args.throughput_max < 1:
         parser.error(f"--throughput-max must be >= 1, got {args.throughput_max}")
@@ -244,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         return container_main(write=not args.no_write, progress=progress)
     if args.report_only:
         return report_main(progress=progress)
+    if args.notifier:
+        return notifier_main(args.notifier_sizes, write=not args.no_write, progress=progress)
 
     config = QUICK if args.quick else Config()
     config = replace(config, seed=args.seed)
@@ -263,9 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.no_write:
         previous = read_results()
-        for key in ("throughput", "container_cold_start"):  # measured by --throughput, --container only: kept
+        for key in ("throughput", "container_cold_start", "notifier"):  # measured by their own options: kept
             if key in previous:
                 results[key] = previous[key]
+        results["targets"] = report.targets(results)  # the kept notifier figures' targets too
         RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
         MARKDOWN.parent.mkdir(exist_ok=True)
         report.write(results, MARKDOWN, PLOT, progress)

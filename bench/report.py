@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import container
+from bench.notifier_report import notifier_section
 from bench.plot import plot
 from bench.tables import _table, class_table, lambda_table, policy_table, targets_table
 from bench.targets import (
@@ -157,7 +158,7 @@ def markdown(results: dict[str, Any], png_name: str) -> str:
         targets_table(results["targets"]),
         "",
         *end_to_end_section(results),
-        *callback_at_scale_section(),
+        *callback_at_scale_section(results),
         *scale_section(results),
         *throughput_section(results),
         "## The Lambdas",
@@ -308,8 +309,9 @@ def end_to_end_section(results: dict[str, Any]) -> list[str]:
     ]
 
 
-def callback_at_scale_section() -> list[str]:
-    """What callback mode does at a cluster's size (docs/notifier.md); its figures are not in this run."""
+def callback_at_scale_section(results: dict[str, Any]) -> list[str]:
+    """What callback mode does at a cluster's size (docs/notifier.md), and the notifier's figures
+    (``make bench-notifier``: bench/notifier.py)."""
     return [
         "### Callback mode at a cluster's size",
         "",
@@ -320,10 +322,10 @@ def callback_at_scale_section() -> list[str]:
         "(docs/notifier.md). The stack's sweeper (`Sweeper=ENABLED`, every `SweepMinutes`) replaces each "
         "execution's safety poll and the starting job's Await timeouts: with the notifier dead, a job's end is "
         "noticed within one sweep interval, and the Await's own timeout is a 6-hour backstop. The `callback` row "
-        "above is the stack with `Sweeper=DISABLED`: its safety polls and PENDING looks are Await timeouts. The "
-        "notifier's memory, readiness and publishing rate at 1,000 to 20,000 jobs, and callback mode's "
-        "transitions and delay with the sweeper, are not measured in this run.",
+        "above is the stack with `Sweeper=DISABLED`: its safety polls and PENDING looks are Await timeouts. "
+        "Callback mode's transitions and delay with the sweeper are not measured in this run.",
         "",
+        *notifier_section(results),
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.notifier_report import notifier_targets
 from bench.simulate import SAFETY_POLL_SECONDS, policy_settings, standard_policies
 from bench.tables import SHORT_CLASS, _duration, _opt, _s, policies
 from jobsync.core.stuck import Grace, grace_seconds
@@ -164,6 +165,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
             else "not measured in this run",
             None,
         )
+    notifier_targets(results, add)
     learned = results.get("learned-hint30")
     if learned and seed:
         d = learned["mean_delay_s"] / seed["mean_delay_s"]

@@ -79,11 +79,12 @@ def test_callback_mode_resumed_by_the_notifiers_event(control_plane: ControlPlan
         stop_date(local, arn)
         assert local.sfn is not None
         local.sfn.settle()
-        resumed = [c.result for c in calls(local, "jobsync-resume", arn) if c.result]
+        resumes = calls(local, "jobsync-resume", arn)
         awaited = calls(local, "jobsync-await", arn)
         all_in_containers(local, control_plane)
+    resumed = [c.result for c in resumes if c.result]
     assert [r["resumed"] for r in resumed].count(True) == 1, resumed
     # The event woke the wait; the look it woke (the Await after the wake) saw the job terminal, none before it.
-    (woke,) = [c for c in calls(local, "jobsync-resume", arn) if (c.result or {}).get("resumed")]
+    (woke,) = [c for c in resumes if (c.result or {}).get("resumed")]
     saw_the_end = [c for c in awaited if (c.result or {}).get("terminal")]
     assert len(saw_the_end) == 1 and saw_the_end[0].at >= woke.at, ([c.result for c in awaited], woke.at)

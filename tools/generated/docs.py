@@ -15,6 +15,7 @@ DEPLOYMENT = ROOT / "docs" / "deployment.md"
 RELIABILITY = ROOT / "docs" / "reliability.md"
 STATE_MACHINE = ROOT / "docs" / "state-machine.md"
 README = ROOT / "README.md"
+NOTIFIER = ROOT / "docs" / "notifier.md"
 RESULTS = ROOT / "bench" / "results.json"
 
 
@@ -225,6 +226,49 @@ def watch_figures() -> str:
     )
 
 
+def notifier_figures() -> str:
+    """The notifier's figures per size, each held to its target (``make bench-notifier``)."""
+    from bench.notifier_report import sizes, verdict
+
+    r = _results()
+    measured = sizes(r)
+    if not measured:
+        return "Not measured yet: `make bench-notifier`.\n"
+
+    def cell(key: str, row: dict[str, Any], text: str) -> str:
+        ok = verdict(key, row)
+        return text if ok is None else f"{text} ({'met' if ok else 'missed'})"
+
+    rows = []
+    for size in measured:
+        row = r["notifier"][size]
+        burst = row.get("burst_1000_s")
+        rows.append(
+            [
+                f"{row['jobs']:,}",
+                cell("rss_steady_mib", row, f"{row['rss_steady_mib']:.0f} MiB"),
+                cell("rss_peak_mib", row, f"{row['rss_peak_mib']:.0f} MiB"),
+                cell("ready_s", row, f"{row['ready_s']:.2f} s"),
+                cell("events_per_s_at_20ms", row, f"{row['events_per_s_at_20ms']:,.0f}"),
+                cell("burst_1000_s", row, "-" if burst is None else f"{burst:.2f} s"),
+            ]
+        )
+    intro = (
+        "Measured on the process against the local API (`make bench-notifier`; how, and every figure, in "
+        "`docs/performance.md`), 1,000 of the jobs running, the rest succeeded and kept; the targets hold at "
+        "10,000 jobs:"
+    )
+    header = [
+        "jobs of 2.5 KB",
+        "RSS steady (<= 128 MiB)",
+        "RSS peak, LIST or relist (<= 200 MiB)",
+        "ready after its LIST (<= 5 s)",
+        "events/s at a 20 ms round trip (>= 500)",
+        "1,000 jobs ending together (<= 3 s)",
+    ]
+    return _paragraph(intro) + "\n" + _table(header, rows)
+
+
 def sections() -> list[Section]:
     return [
         Section(DEPLOYMENT, "parameters", "template.yaml", parameters),
@@ -234,4 +278,5 @@ def sections() -> list[Section]:
         Section(RELIABILITY, "counts", "template.yaml and charts/jobsync", counts),
         Section(README, "headline", "bench/results.json", headline),
         Section(STATE_MACHINE, "watch-figures", "bench/results.json", watch_figures),
+        Section(NOTIFIER, "notifier-figures", "bench/results.json", notifier_figures),
     ]
