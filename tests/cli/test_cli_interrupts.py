@@ -30,9 +30,18 @@ UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 @pytest.fixture
 def state_machine() -> Iterator[str]:
-    with LocalJobsync("success", env=QUIET):
+    with LocalJobsync("success", env=QUIET) as local:
         sfn = boto3.client("stepfunctions")
-        yield next(m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"] if "run-job" in m["name"])
+        machines = sfn.list_state_machines()["stateMachines"]
+        machine = next(m["stateMachineArn"] for m in machines if "run-job" in m["name"])
+        yield machine
+        # An execution a test left running would go on in its thread after the local run is gone, and its
+        # Lambdas' failing requests would log into the next test's output: each test's executions end with it.
+        assert local.sfn is not None
+        for arn in executions(machine):
+            if sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":
+                local.sfn.stop(arn)
+            local.sfn.wait(arn, timeout_s=60)
 
 
 def executions(state_machine: str) -> list[str]:
