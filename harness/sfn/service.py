@@ -22,6 +22,7 @@ from moto import mock_aws
 
 from harness.clock import VirtualClock
 from harness.sfn import history, hooks, moto
+from harness.sfn.definition import check_definition
 from harness.sfn.lambdas import Handler, Injection, InProcessLambdas, Invocation
 from harness.sfn.scheduler import VirtualTime
 from jobsync import clock as jobsync_clock
@@ -185,6 +186,7 @@ class LocalStepFunctions(InProcessLambdas, VirtualTime):
         leftover = sorted({part.split("}", 1)[0] for part in text.split("${")[1:]})
         if leftover:
             raise HarnessError(f"definition substitutions missing for: {', '.join(leftover)}")
+        check_definition(json.loads(text))
         response = self._sfn.create_state_machine(name=name, definition=text, roleArn=self._role_arn)
         return response["stateMachineArn"]
 
