@@ -41,6 +41,7 @@ COLORS = {
     "learned-hint30": "tab:orange",
     "watch": "tab:blue",
     "callback": "tab:purple",
+    "callback-no-sweeper": "tab:pink",
 }
 
 
@@ -62,7 +63,7 @@ def figure(results: dict[str, Any]) -> Figure:
 
     names = policies(results)
     fig, ax = plt.subplots(figsize=(8, 5.4), dpi=110)
-    # Log on both axes: the delays run from 0.05 s (watch) to 300 s (seed-600), the transitions from about 30
+    # Log on both axes: the delays run from 0.05 s (watch) to 300 s (seed-600), the transitions from about 11
     # (callback) to 840 (fixed-60), all above zero, so symlog's linear part would only squeeze the fast modes
     # together again; and a target given as a ratio of the seed's figures is then the same size wherever it sits.
     ax.set_xscale("log")

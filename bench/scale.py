@@ -6,7 +6,8 @@ per job come from the simulation (bench.simulate): state transitions, Lambda
 time as billed, Kubernetes API requests (one per Lambda invocation that looks
 at the job, plus Submit's create and Cleanup's delete, plus the pod LIST of the
 poll that sees the end, which reads the job's result; the seed's one eks:call
-GET per check).
+GET per check). The sweeper's own LIST, one per kind every SweepMinutes while
+executions wait, is per cluster, not per job, and left out.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def per_job_rates(r: dict[str, Any], watch: bool = False) -> dict[str, float]:
     # Seed: one eks:call GET a check, and the create. jobsync: Submit creates, Status/Await/resume GET, Cleanup
     # deletes, and the poll that sees the end lists the pods once (the result; a failed job's diagnostics).
     api = r["polls_per_job"] + 1 if r["machine"] == "seed" else r["lambda_invocations_per_job"] + 1
+    api += r.get("sweeper_looks_per_job", 0.0)  # callback with the sweeper: its looks, one GET each
     return {
         "lambda_concurrency": r["lambda_seconds_per_job"] / seconds,
         "state_transitions_per_s": r["transitions_per_job"] / seconds,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import math
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,7 +26,7 @@ from bench.statemachine import HISTORY_CAP, CostModel
 from bench.workload import Job
 from jobsync.core import wait as jobsync_policy
 from jobsync.core.state import JobRef
-from jobsync.core.wait import PollState, Starting, WaitBounds, budget_floor, callback_wait, poll_wait
+from jobsync.core.wait import PollState, Starting, WaitBounds, budget_floor, next_look_wait, poll_wait, sweep_due
 from jobsync.evaluation.phase import Phase
 from jobsync.settings import Settings
 
@@ -38,6 +39,7 @@ CAP_DEADLINES_S = (8 * DAY, CAP_HORIZON_S)
 CAP_PENDING_S = 600.0
 WATCH_SECONDS = 840  # the template's largest WatchSeconds: fewest polls
 SAFETY_POLL_SECONDS = 3600  # the template's SafetyPollSeconds default (callback mode)
+SWEEP_SECONDS = 120  # the template's SweepMinutes default, "2" (callback mode, Sweeper=ENABLED)
 # From the operator's status write to the execution's end, until measured (bench.endtoend replaces it
 # with the measured delays of the local run on the wall clock).
 DEFAULT_EVENT_LATENCY_S = (1.0,)
@@ -96,9 +98,18 @@ def standard_policies() -> list[Policy]:
         ),
         Policy(
             "callback",
-            "jobsync's callback mode: the notifier's event resumes the execution; while PENDING the Await "
-            "times out when a stuck start could first be decided (the first pod check, then every shortest "
-            f"grace), while RUNNING every {SAFETY_POLL_SECONDS} s (one safety poll)",
+            "jobsync's callback mode as the template deploys it (Sweeper=ENABLED): the notifier's event resumes "
+            f"the execution; the stack's sweeper (every {SWEEP_SECONDS} s) does a starting job's checks and a dead "
+            "notifier's work, and the Await times out only as a 6-hour backstop",
+            machine="callback",
+            safety_poll_seconds=SAFETY_POLL_SECONDS,
+            settings=(("sweep_seconds", SWEEP_SECONDS),),
+        ),
+        Policy(
+            "callback-no-sweeper",
+            "jobsync's callback mode with Sweeper=DISABLED: while PENDING the Await times out when a stuck "
+            "start could first be decided (the first pod check, then every shortest grace), while RUNNING "
+            f"every {SAFETY_POLL_SECONDS} s (one safety poll)",
             machine="callback",
             safety_poll_seconds=SAFETY_POLL_SECONDS,
         ),
@@ -198,17 +209,22 @@ def callback_looks(job: Job, policy: Policy, deadline: float, latency: float) ->
 
     Submit's wait becomes the first Await's timeout; a timed-out Await runs one
     Status, whose wait is the next timeout. Every wait is the status step's own
-    rule, ``jobsync.core.wait.callback_wait``, without its jitter (as the other
-    policies' waits): Submit's job has no status yet; each poll sees it
-    reconciled and, the workload having no stuck starts, no stuck pod. The
-    notifier's event resumes the execution ``latency`` after the job ends,
-    unless a Status saw the end first. (Each Await's own look at the job, after
-    storing its token, is counted by the cost model, not here.)
+    rule, ``jobsync.core.wait.next_look_wait``, without its jitter (as the other
+    policies' waits): without the sweeper the Await times out at a starting
+    job's checks (``callback_wait``) and every safety interval; with it only at
+    the backstop, the sweeper taking the checks (``sweeper_looks``). Submit's
+    job has no status yet; each poll sees it reconciled and, the workload
+    having no stuck starts, no stuck pod. The notifier's event resumes the
+    execution ``latency`` after the job ends, unless a Status saw the end first.
+    (Each Await's own look at the job, after storing its token, is counted by
+    the cost model, not here.)
     """
     settings = policy_settings(policy)
+    ref = job_ref(job)
     phase, since, polls, now = Phase.PENDING, 0.0, 0, 0.0
     created = Starting(reconciled=False)
-    wait: float = callback_wait(PollState(phase, now, 0.0, since, deadline, polls), settings, created)
+    state = PollState(phase, now, 0.0, since, deadline, polls)
+    wait: float = next_look_wait(state, settings, ref, starting=created, jitter=False)
     resumed = job.end_s + latency
     times: list[float] = []
     while True:
@@ -222,7 +238,47 @@ def callback_looks(job: Job, policy: Policy, deadline: float, latency: float) ->
             phase, since = seen, now
         if seen in ENDED or now >= deadline:
             return times
-        wait = callback_wait(PollState(phase, now, 0.0, since, deadline, polls), settings, Starting())
+        state = PollState(phase, now, 0.0, since, deadline, polls)
+        wait = next_look_wait(state, settings, ref, starting=Starting(), jitter=False)
+
+
+@dataclass(frozen=True)
+class Swept:
+    """What the stack's sweeper does for one job: its looks while the execution waits, and when it would
+    resume the execution were the notifier dead (the first sweep at or after the job's end)."""
+
+    looks: int
+    resumed_notifier_down_s: float
+
+
+def sweep_offset(job: Job, sweep_seconds: int) -> float:
+    """When in the sweep interval the job was submitted: spread evenly over the workload by its identity."""
+    digest = hashlib.sha256(f"{job.uid or job.name}/sweep".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 * sweep_seconds
+
+
+def sweeper_looks(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S) -> Swept:
+    """The sweeper's looks at ``job`` (``jobsync.core.sweep.why_look``, from what its LIST shows): when the
+    stored ``sweepAt`` comes (``jobsync.core.wait.sweep_due``, a starting job's checks), and when the LIST
+    shows another phase than the last look saw (the job started). Sweeps run every ``sweep_seconds`` from
+    a point of the interval the job's identity picks; the notifier's event ends the wait before any sweep
+    sees the end, but with the notifier dead the first sweep at or after the end resumes the execution."""
+    settings = policy_settings(policy)
+    interval = settings.wait.sweep_seconds
+    phase, since, polls = Phase.PENDING, 0.0, 0
+    due = sweep_due(PollState(phase, 0.0, 0.0, since, deadline, polls), settings, Starting(reconciled=False))
+    looks = 0
+    tick = interval - sweep_offset(job, interval)
+    while tick < job.end_s and tick < deadline:
+        seen = job.phase_at(tick)
+        if (due is not None and tick >= due) or seen is not phase:
+            looks += 1
+            polls += 1
+            if seen is not phase:
+                phase, since = seen, tick
+            due = sweep_due(PollState(phase, tick, 0.0, since, deadline, polls), settings, Starting())
+        tick += interval
+    return Swept(looks, tick)
 
 
 def watch_polls(
@@ -282,13 +338,24 @@ class JobRun:
     delay_s: float  # end of the job -> the poll that saw it
     timed_out: bool
     pending_polls: int = 0  # polls (callback: timed-out Awaits' Statuses) that saw the job PENDING
+    sweeper_looks: int = 0  # callback mode with the sweeper: its looks at the job
+    notifier_down_delay_s: float | None = None  # ... and the delay were the notifier dead
+
+
+def sweeps(policy: Policy) -> bool:
+    """Whether ``policy`` is callback mode with the stack's sweeper."""
+    return bool(policy.safety_poll_seconds) and policy_settings(policy).wait.sweeps
 
 
 def simulate(job: Job, policy: Policy, deadline: float = SIM_DEADLINE_S, latency: float | None = None) -> JobRun:
     times = poll_times(job, policy, deadline, latency)
     noticed = times[-1]
     pending = sum(1 for t in times if t < job.pending_s)
-    return JobRun(job, len(times), noticed - job.end_s, noticed < job.end_s, pending)
+    run = JobRun(job, len(times), noticed - job.end_s, noticed < job.end_s, pending)
+    if sweeps(policy):
+        swept = sweeper_looks(job, policy, deadline)
+        run = replace(run, sweeper_looks=swept.looks, notifier_down_delay_s=swept.resumed_notifier_down_s - job.end_s)
+    return run
 
 
 def p95(values: Sequence[float]) -> float:
@@ -315,6 +382,9 @@ def evaluate_policy(
             sum(h for _, h in watch_polls(job, policy, latency=lat)) for job, lat in zip(jobs, latencies, strict=True)
         ]
         billed_s += statistics.fmean(held)
+    # The sweeper's looks run inside its own invocations: billed like a look, no request of their own.
+    swept_looks = statistics.fmean(r.sweeper_looks for r in runs)
+    sweeper_gb_s = swept_looks * prices.lambda_billed_ms / 1000 * prices.lambda_memory_mb / 1024
     gb_s = billed_s * prices.lambda_memory_mb / 1024
     transitions = model.transitions(polls)
     job_s = statistics.fmean(r.job.end_s + r.delay_s for r in runs)  # submission to the execution's end
@@ -324,6 +394,8 @@ def evaluate_policy(
         "lambda_requests": 1000 * invocations * prices.lambda_per_request,
         "lambda_compute": 1000 * gb_s * prices.lambda_per_gb_second,
     }
+    if sweeps(policy):
+        cost["sweeper_looks"] = 1000 * sweeper_gb_s * prices.lambda_per_gb_second
     by_class: dict[str, dict[str, float]] = {}
     for klass in dict.fromkeys(job.klass for job in jobs):
         mine = [r for r in runs if r.job.klass == klass]
@@ -368,6 +440,21 @@ def evaluate_policy(
         "jobs_past_hint_window": (
             sum(r.job.end_s > (1 + policy.bounds.hint_tolerance) * r.job.hint_s for r in runs) if policy.hint else None
         ),
+        **(_sweeper_figures(runs, policy) if sweeps(policy) else {}),
+    }
+
+
+def _sweeper_figures(runs: Sequence[JobRun], policy: Policy) -> dict[str, Any]:
+    """Callback mode with the sweeper: its looks per job, and the delay were the notifier dead (simulated)."""
+    down = [r.notifier_down_delay_s for r in runs if r.notifier_down_delay_s is not None]
+    return {
+        "sweep_seconds": policy_settings(policy).wait.sweep_seconds,
+        "sweeper_looks_per_job": statistics.fmean(r.sweeper_looks for r in runs),
+        "notifier_down_simulated": {
+            "mean_delay_s": statistics.fmean(down),
+            "p95_delay_s": p95(down),
+            "max_delay_s": max(down),
+        },
     }
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from bench.notifier_report import notifier_targets
-from bench.simulate import SAFETY_POLL_SECONDS, policy_settings, standard_policies
+from bench.notifier_report import Add, notifier_targets
+from bench.simulate import policy_settings, standard_policies
 from bench.tables import SHORT_CLASS, _duration, _opt, _s, policies
-from jobsync.core.stuck import Grace, grace_seconds
 from jobsync.core.wait import WaitBounds
 
 # The notifier: one pod on a node the cluster already runs. Priced at the Fargate rates (us-east-1, Linux x86)
@@ -23,6 +23,11 @@ DEFAULT_DELAY_VS_SEED, DEFAULT_TRANSITIONS_VS_SEED = 0.5, 1.5
 HINT_DELAY_VS_SEED, HINT_TRANSITIONS_VS_SEED = 0.25, 1.0
 CALLBACK_TRANSITIONS_PER_JOB = 14
 CALLBACK_COST_VS_SEED = 0.12
+NOTIFIER_DOWN_LIMIT_S = 300
+# The monthly volume of one cluster that the notifier's and the sweeper's fixed costs are spread over.
+JOBS_PER_MONTH = 10_000
+# DynamoDB on-demand, us-east-1: USD 0.125 per million read request units (a small table's Scan: one).
+DYNAMODB_USD_PER_READ_UNIT = 0.125 / 1_000_000
 
 
 # --------------------------------------------------------------------------- targets
@@ -114,57 +119,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
 
     callback = results.get("callback")
     if callback and seed:
-        safety = callback_safety_intervals(results)
-        limit = CALLBACK_TRANSITIONS_PER_JOB
-        model = results["cost_model"]["callback"]
-        per = model["transitions_per_poll"]
-        once = model["transitions_fixed"] + per  # the execution that looks once: the resume
-        pending, running = callback["pending_polls_per_job"], callback["running_polls_per_job"] - 1
-        first_check, cadence = callback_pending_pace()
-        add(
-            f"callback: state transitions per job <= {limit}",
-            f"{_s(callback['transitions_per_job'])} ({pending:.1f} PENDING looks, {running:.1f} safety polls per job)",
-            callback["transitions_per_job"] <= limit,
-            f"each look costs {per} transitions (Await, Status, IsDone) and the execution that looks once "
-            f"costs {once}, so {limit} leaves {(limit - once) / per:.1f} looks a job. The measured ones are more: "
-            f"{running:.1f} safety polls (one per {SAFETY_POLL_SECONDS:,} s of the mean "
-            f"{callback['mean_running_seconds'] / 3600:.1f} h run) and {pending:.1f} PENDING looks (where a stuck "
-            f"start could first be decided: the first pod check {first_check} s after submission, then every "
-            f"shortest grace, {cadence} s). "
-            f"Without the PENDING looks: {_s(callback['transitions_per_job'] - per * pending)}",
-        )
-        if watch:
-            ratio = callback["lambda_gb_s_per_job"] / watch["lambda_gb_s_per_job"]
-            add(
-                "callback: Lambda GB-s per job <= 1 % of watch mode's",
-                f"{callback['lambda_gb_s_per_job']:.5f} vs {watch['lambda_gb_s_per_job']:.1f} = {100 * ratio:.4f} %",
-                ratio <= 0.01,
-                "",
-            )
-        ratio = callback["cost_per_1000_jobs_usd"] / seed["cost_per_1000_jobs_usd"]
-        price = results["prices"]["step_functions_standard_usd_per_1000_transitions"]
-        goal_usd = CALLBACK_COST_VS_SEED * seed["cost_per_1000_jobs_usd"]
-        add(
-            f"callback: USD per 1,000 jobs <= {CALLBACK_COST_VS_SEED:g}x seed-600 (the notifier apart)",
-            f"{callback['cost_per_1000_jobs_usd']:.3f} vs {seed['cost_per_1000_jobs_usd']:.3f} = {ratio:.2f}x; "
-            f"the notifier: USD {notifier_month_usd():.2f} a month per cluster, whatever the jobs",
-            ratio <= CALLBACK_COST_VS_SEED,
-            f"{CALLBACK_COST_VS_SEED:g}x is USD {goal_usd:.3f} per 1,000 jobs, {goal_usd / price:.1f} transitions "
-            f"per job at USD {price} per 1,000 "
-            f"(Lambda apart). The execution that looks once is {once}, and a safety poll every "
-            f"{SAFETY_POLL_SECONDS:,} s of the mean {callback['mean_running_seconds'] / 3600:.1f} h run adds "
-            f"{per} x {safety:.2f}: {_s(once + per * safety)} transitions, USD {(once + per * safety) * price:.3f} "
-            f"per 1,000 jobs, before any PENDING look (measured: {pending:.1f} PENDING looks, {running:.1f} safety "
-            "polls)",
-        )
-        e2e = (results.get("end_to_end") or {}).get("callback")
-        add(
-            "callback: detection delay measured end to end (reported)",
-            f"p50 {1000 * e2e['p50_delay_s']:.0f} ms, p95 {1000 * e2e['p95_delay_s']:.0f} ms ({e2e['runs']} jobs)"
-            if e2e
-            else "not measured in this run",
-            None,
-        )
+        callback_targets(results, callback, seed, watch, add)
     notifier_targets(results, add)
     learned = results.get("learned-hint30")
     if learned and seed:
@@ -246,20 +201,114 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+def callback_targets(
+    results: dict[str, Any], callback: dict[str, Any], seed: dict[str, Any], watch: dict[str, Any] | None, add: Add
+) -> None:
+    """Callback mode as the template deploys it (with the sweeper); the Sweeper=DISABLED row for comparison."""
+    limit = CALLBACK_TRANSITIONS_PER_JOB
+    model = results["cost_model"]["callback"]
+    per = model["transitions_per_poll"]
+    once = model["transitions_fixed"] + per  # the execution that looks once: the resume
+    backstops = callback["polls_per_job"] - 1
+    without = results.get("callback-no-sweeper")
+    before = f"; {_s(without['transitions_per_job'])} with Sweeper=DISABLED" if without else ""
+    add(
+        f"callback: state transitions per job <= {limit}",
+        f"{_s(callback['transitions_per_job'])} ({backstops:.2f} backstop looks per job){before}",
+        callback["transitions_per_job"] <= limit,
+        f"each look costs {per} transitions (Await, Status, IsDone) and the execution that looks once costs "
+        f"{once}; the Await's backstop ({policy_settings(_callback_policy()).wait.backstop_seconds:,} s) adds a "
+        "look per 6 hours of a long run",
+    )
+    if watch:
+        ratio = callback["lambda_gb_s_per_job"] / watch["lambda_gb_s_per_job"]
+        add(
+            "callback: Lambda GB-s per job <= 1 % of watch mode's",
+            f"{callback['lambda_gb_s_per_job']:.5f} vs {watch['lambda_gb_s_per_job']:.1f} = {100 * ratio:.4f} %",
+            ratio <= 0.01,
+            "",
+        )
+    seed_usd, usd = seed["cost_per_1000_jobs_usd"], callback["cost_per_1000_jobs_usd"]
+    goal_usd = CALLBACK_COST_VS_SEED * seed_usd
+    add(
+        f"callback: USD per 1,000 jobs <= {CALLBACK_COST_VS_SEED:g}x seed-600: the executions and the sweeper's looks",
+        f"{usd:.3f} vs {seed_usd:.3f} = {usd / seed_usd:.3f}x"
+        + (f" (was {without['cost_per_1000_jobs_usd'] / seed_usd:.2f}x with Sweeper=DISABLED)" if without else ""),
+        usd <= goal_usd,
+        f"{CALLBACK_COST_VS_SEED:g}x is USD {goal_usd:.3f} per 1,000 jobs",
+    )
+    fixed = notifier_month_usd() + (sweeper_month_usd(results) or 0.0)
+    total = usd + fixed / (JOBS_PER_MONTH / 1000)
+    room = goal_usd - usd
+    add(
+        f"callback: USD per 1,000 jobs <= {CALLBACK_COST_VS_SEED:g}x seed-600 with the notifier and the sweeper "
+        f"at {JOBS_PER_MONTH:,} jobs a month per cluster",
+        f"{total:.3f} = {total / seed_usd:.3f}x: the executions {usd:.3f}, the notifier "
+        f"USD {notifier_month_usd():.2f} and the sweeper USD {sweeper_month_usd(results) or 0.0:.3f} a month",
+        total <= goal_usd,
+        f"the notifier pod's fixed USD {notifier_month_usd():.2f} a month is USD "
+        f"{notifier_month_usd() / (JOBS_PER_MONTH / 1000):.3f} per 1,000 jobs at {JOBS_PER_MONTH:,} jobs; "
+        f"the executions leave USD {room:.3f} per 1,000 jobs of room, so the whole stays under "
+        f"{CALLBACK_COST_VS_SEED:g}x from {fixed / room * 1000:,.0f} jobs a month per cluster"
+        if room > 0
+        else "the executions alone are over the target",
+    )
+    down = callback.get("notifier_down") or {}
+    simulated = callback.get("notifier_down_simulated") or {}
+    measured = (
+        f"max {down['max_delay_s']:g} s, mean {down['mean_delay_s']:.0f} s ({down['jobs']} jobs in the local run, "
+        f"sweeps every {down['sweep_seconds']} s)"
+        if down
+        else "not measured in this run"
+    )
+    if simulated:
+        measured += (
+            f"; simulated over the workload: max {simulated['max_delay_s']:.0f} s, "
+            f"p95 {simulated['p95_delay_s']:.0f} s, mean {simulated['mean_delay_s']:.0f} s"
+        )
+    add(
+        f"callback, the notifier dead: a job's end noticed within {NOTIFIER_DOWN_LIMIT_S} s",
+        measured,
+        None if not down else down["max_delay_s"] <= NOTIFIER_DOWN_LIMIT_S,
+        "the sweeper's interval (SweepMinutes) bounds it",
+    )
+    e2e = (results.get("end_to_end") or {}).get("callback")
+    add(
+        "callback: detection delay measured end to end (reported)",
+        f"p50 {1000 * e2e['p50_delay_s']:.0f} ms, p95 {1000 * e2e['p95_delay_s']:.0f} ms ({e2e['runs']} jobs)"
+        if e2e
+        else "not measured in this run",
+        None,
+        "",
+    )
+
+
+def _callback_policy() -> Any:
+    return next(p for p in standard_policies() if p.name == "callback")
+
+
+def sweeper_month_usd(results: dict[str, Any]) -> float | None:
+    """The sweeper's own invocations a month (one per SweepMinutes, nothing waiting: a token Scan), from the
+    idle sweep measured in the local run plus the assumed VPC round trip per request; None when not measured.
+    Its looks at waiting jobs are priced per job, in the callback row."""
+    idle = ((results.get("callback") or {}).get("notifier_down") or {}).get("idle_sweep")
+    if not idle:
+        return None
+    prices, assumed = results["prices"], results["lambda"]["assumptions"]
+    requests = sum(idle["kubernetes_requests"].values()) + sum(idle["aws_requests"].values())
+    billed_s = math.ceil(idle["median_ms"] + assumed["assumed_vpc_rtt_ms"] * requests) / 1000
+    runs = HOURS_PER_MONTH * 3600 / results["callback"]["sweep_seconds"]
+    gb_s = billed_s * prices["lambda_memory_mb"] / 1024
+    per_run = (
+        prices["lambda_usd_per_1m_requests"] / 1_000_000
+        + gb_s * prices["lambda_usd_per_gb_second_x86"]
+        + idle["aws_requests"]["dynamodb Scan"] * DYNAMODB_USD_PER_READ_UNIT
+    )
+    return runs * per_run
+
+
 def notifier_month_usd() -> float:
     return (NOTIFIER_VCPU * VCPU_HOUR_USD + NOTIFIER_GB * GB_HOUR_USD) * HOURS_PER_MONTH
-
-
-def callback_safety_intervals(results: dict[str, Any]) -> float:
-    """Safety intervals per job: the workload's mean RUNNING time over SafetyPollSeconds."""
-    return float(results["callback"]["mean_running_seconds"]) / SAFETY_POLL_SECONDS
-
-
-def callback_pending_pace() -> tuple[int, int]:
-    """Callback mode's PENDING looks as the benchmark's callback policy sets them (jobsync.core.wait.callback_wait):
-    seconds from submission to the first pod check, and the shortest grace (the cadence after it)."""
-    settings = policy_settings(next(p for p in standard_policies() if p.safety_poll_seconds))
-    return settings.diagnose_after_seconds + 1, min(grace_seconds(g, settings) for g in Grace)
 
 
 def _hint_transitions_why(hint: dict[str, Any], seed: dict[str, Any]) -> str:

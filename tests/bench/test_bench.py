@@ -20,6 +20,8 @@ from bench.simulate import (
     policy_settings,
     poll_times,
     standard_policies,
+    sweep_offset,
+    sweeper_looks,
 )
 from bench.statemachine import (
     JOBSYNC_POLL_STATE,
@@ -36,13 +38,24 @@ from bench.workload import Job, make_workload
 from jobsync.core.wait import PollState, Starting, WaitBounds, callback_wait, poll_wait
 from jobsync.evaluation.phase import Phase
 
-POLICIES = ("seed-600", "fixed-60", "default", "default-hint20", "watch", "callback", "learned-hint30")
+POLICIES = (
+    "seed-600",
+    "fixed-60",
+    "default",
+    "default-hint20",
+    "watch",
+    "callback",
+    "callback-no-sweeper",
+    "learned-hint30",
+)
 
 
 @pytest.fixture(scope="module")
 def results():
-    # Tiny: 30 jobs, no fresh-process import timing, no end-to-end cross-check (moto is slow to import).
-    return run(Config(jobs=30, import_runs=0, latency_calls=5, crosscheck=False, e2e_runs=0), progress=lambda _m: None)
+    # Tiny: 30 jobs, no fresh-process import timing, no end-to-end cross-check (moto is slow to import), and two
+    # jobs the sweeper alone sees end.
+    config = Config(jobs=30, import_runs=0, latency_calls=5, crosscheck=False, e2e_runs=0, dead_notifier_jobs=2)
+    return run(config, progress=lambda _m: None)
 
 
 def test_cost_model_is_read_off_the_real_definition():
@@ -164,6 +177,13 @@ def test_results_have_every_policy_with_sane_numbers(results):
     callback = results["callback"]
     assert callback["p95_delay_s"] <= 2 * 1.0 and callback["lambda_gb_s_per_job"] < watch["lambda_gb_s_per_job"] / 100
     assert set(results["scale"]["modes"]) >= {"watch", "callback", "default"}
+    # The template's callback stack has the sweeper: its Awaits only back it up, so fewer transitions than without.
+    assert callback["transitions_per_job"] < results["callback-no-sweeper"]["transitions_per_job"]
+    assert callback["sweeper_looks_per_job"] > 0 and "sweeper_looks" in callback["cost_per_1000_jobs_breakdown_usd"]
+    down = callback["notifier_down"]
+    assert down["jobs"] == 2 and down["executions_resumed_by_the_sweeper"] == 2
+    assert 0 <= down["mean_delay_s"] <= callback["notifier_down_delay_s"] == down["max_delay_s"]
+    assert down["max_delay_s"] <= down["sweep_seconds"] + down["clock_step_s"]
     assert watch["lambda_gb_s_per_job"] > results["default"]["lambda_gb_s_per_job"]  # held watches are billed
     seed, fixed = results["seed-600"], results["fixed-60"]
     assert seed["lambda_gb_s_per_job"] == 0 and results["default"]["lambda_gb_s_per_job"] > 0
@@ -290,7 +310,7 @@ def test_one_walk_serves_both_completion_modes():
 
 def test_callback_looks_wait_for_the_first_pod_check_then_the_safety_interval():
     job = Job("x", 100, 3 * 3600, 0)
-    policy = next(p for p in standard_policies() if p.name == "callback")
+    policy = next(p for p in standard_policies() if p.name == "callback-no-sweeper")
     times = poll_times(job, policy, latency=0.05)
     assert times[0] == 121  # the first look that reads the pods: diagnose_after_seconds + 1
     assert times[-1] == job.end_s + 0.05
@@ -299,7 +319,7 @@ def test_callback_looks_wait_for_the_first_pod_check_then_the_safety_interval():
 
 
 def test_callback_looks_follow_the_status_steps_rule():
-    policy = next(p for p in standard_policies() if p.name == "callback")
+    policy = next(p for p in standard_policies() if p.name == "callback-no-sweeper")
     job = Job("x", 500, 1800, 0)
     pending = [t for t in poll_times(job, policy, latency=0.05) if t < job.pending_s]
     assert pending == [121, 241, 361, 481]  # the first pod check, then the shortest grace (120 s) apart
@@ -312,6 +332,38 @@ def test_callback_looks_follow_the_status_steps_rule():
     settings = policy_settings(longer)
     first = callback_wait(PollState(Phase.PENDING, 0.0, 0.0, 0.0, 7 * 86_400, 0), settings, Starting(reconciled=False))
     assert first == 121 and settings.image_error_grace_seconds == 300
+
+
+def test_with_the_sweeper_the_execution_looks_only_at_the_backstop_and_the_sweeper_takes_the_checks():
+    policy = next(p for p in standard_policies() if p.name == "callback")
+    settings = policy_settings(policy)
+    assert settings.wait.sweeps and settings.wait.sweep_seconds == 120
+    job = Job("x", 60, 13 * 3600, 0)
+    times = poll_times(job, policy, latency=0.05)
+    # Two 6-hour backstops, then the event's resume: no PENDING look, no hourly safety poll.
+    assert times == [21_600, 43_200, job.end_s + 0.05]
+    # The job runs from 60 s, before its pods' first check (121 s): the sweeper looks once, when its LIST shows
+    # it RUNNING (as tests/integration/test_sweeper.py sees the real sweeper do); its end comes as an event.
+    swept = sweeper_looks(job, policy)
+    assert swept.looks == 1
+    # With the notifier dead: the first sweep at or after the end.
+    assert 0 <= swept.resumed_notifier_down_s - job.end_s < 120
+    # A job pending for 10 minutes is checked while it starts: from 121 s on, at most once a sweep.
+    assert 2 <= sweeper_looks(Job("y", 600, 3600, 0), policy).looks <= 1 + 600 // 120
+
+
+def test_the_sweeper_looks_follow_sweep_due():
+    """A longer grace means fewer checks: the simulator calls jobsync.core.wait.sweep_due, not a copy of it."""
+    policy = next(p for p in standard_policies() if p.name == "callback")
+    job = Job("x", 1500, 1800, 0)
+    slower = replace(policy, settings=(*policy.settings, ("image_error_grace_seconds", 600)))
+    assert sweeper_looks(job, slower).looks < sweeper_looks(job, policy).looks
+
+
+def test_the_sweep_offsets_spread_over_the_interval():
+    offsets = [sweep_offset(Job("c", 60, 600, 0, name=f"job-{i}"), 120) for i in range(400)]
+    assert all(0 <= o < 120 for o in offsets)
+    assert sum(o < 60 for o in offsets) in range(160, 241)  # about half in each half
 
 
 def test_the_watch_simulation_keeps_the_poll_budget():

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench import report
-from bench.__main__ import PLOT, RESULTS, report_main
+from bench.__main__ import PLOT, RESULTS, measured_apart, report_main
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +37,19 @@ def test_report_only_refuses_results_of_no_full_run(tmp_path, capsys):
     assert report_main(lambda _m: None, results_path, tmp_path / "p.md", tmp_path / "p.png") == 2
     assert "holds no full run's results: run `make bench` first" in capsys.readouterr().err
     assert not (tmp_path / "p.md").exists()
+
+
+def test_a_whole_run_keeps_the_figures_measured_apart():
+    """make bench rewrites results.json: the keys that other commands measure (bench-notifier, bench-container,
+    bench-throughput, bench-runjobs) are carried over, the ones it measures itself are not."""
+    previous = {
+        "notifier": {"10000": {}},
+        "container_cold_start": {},
+        "throughput": {},
+        "runjobs_100": {"jobs": 100},
+        "runjobs_1000": {"jobs": 1000},
+        "callback": {"old": True},
+        "targets": [],
+    }
+    kept = measured_apart(previous)
+    assert set(kept) == {"notifier", "container_cold_start", "throughput", "runjobs_100", "runjobs_1000"}
