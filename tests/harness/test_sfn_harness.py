@@ -6,10 +6,12 @@ behaviour of the real service the harness claims to reproduce.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import pytest
@@ -89,13 +91,14 @@ def failures(sfn: LocalStepFunctions, arn: str) -> list[dict]:
     return [e["taskFailedEventDetails"] for e in sfn.history(arn) if e["type"] == "TaskFailed"]
 
 
-def status_handler(waits: list[int], phases: list[str]):
-    """A Status stand-in: the i-th call returns phases[i] and waitSeconds waits[i]."""
+def status_handler(waits: Iterable[int], phases: Iterable[str]):
+    """A Status stand-in: the i-th call returns the i-th of ``phases`` and, as waitSeconds, of ``waits``."""
     calls: list[dict] = []
+    next_wait, next_phase = iter(waits), iter(phases)
 
     def handler(event, context):
         calls.append({"event": event, "now": jobsync_clock.now(), "context": context})
-        returned = {"phase": phases[len(calls) - 1], "waitSeconds": waits[len(calls) - 1], "tags": ("a", "b")}
+        returned = {"phase": next(next_phase), "waitSeconds": next(next_wait), "tags": ("a", "b")}
         calls[-1]["returned"] = returned
         return returned
 
@@ -520,7 +523,9 @@ def test_the_stop_execution_api_keeps_its_error_and_cause_and_the_harness_time()
     """StopExecution as a client calls it (``jobsync stop``): the service's ExecutionAborted carries both."""
     import boto3
 
-    handler, _ = status_handler([600] * 5, ["RUNNING"] * 5)
+    # A job that runs on: on a loaded machine the clock may pass many polls before the stop comes, and a
+    # stand-in with five answers failed the execution first (one CI run in several).
+    handler, _ = status_handler(itertools.repeat(600), itertools.repeat("RUNNING"))
     clock = VirtualClock(max_step=10)
     with LocalStepFunctions({"status": handler}, clock=clock) as sfn:
         sm = sfn.create_state_machine(
