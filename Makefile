@@ -12,7 +12,7 @@ SCENARIO ?= success
 MODE ?= poll
 INPUT ?= events/run-job-input.json
 
-.PHONY: test test-future package-check chart generated demo demo-story lint format bench bench-throughput bench-runjobs validate build scan clean sam-local bench-container bench-notifier
+.PHONY: test test-future package-check chart generated demo demo-story lint format bench bench-throughput bench-runjobs validate build scan clean sam-local bench-container bench-notifier bench-e2e-callback
 
 $(STAMP): requirements-dev.txt layers/jobsync/requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -90,6 +90,13 @@ RUNJOBS_JOBS ?= 1000
 ## Updates only the runjobs_<N> key of bench/results.json.
 bench-runjobs: $(STAMP)
 	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m bench.runjobs --jobs $(RUNJOBS_JOBS)
+
+## Callback mode's job end -> execution resumed on the e2e tier, the functions in containers (needs Docker and
+## the e2e binaries, as make e2e); records callback_containers in bench/results.json and docs/performance.md.
+bench-e2e-callback: $(STAMP) $(SAM_VENV)/bin/sam e2e-build
+	JOBSYNC_E2E_BENCH=build/e2e-callback.json PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m lambda_runtime \
+	  run -- $(BIN)/python -m pytest -m e2e e2e/tests/test_callback_latency.py
+	PYTHONPATH=layers/jobsync:notifier:. $(BIN)/python -m bench --e2e-callback build/e2e-callback.json
 
 NAMESPACE ?= ml-training
 KINDS ?= PyTorchJob

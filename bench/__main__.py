@@ -142,7 +142,7 @@ def run(config: Config, progress: Any = print) -> dict[str, Any]:
 
 def measured_apart(previous: dict[str, Any]) -> dict[str, Any]:
     """The figures of bench/results.json that their own options (and bench.runjobs) measure: a whole run keeps them."""
-    apart = ("throughput", "container_cold_start", "notifier")
+    apart = ("throughput", "container_cold_start", "notifier", "callback_containers")
     return {key: value for key, value in previous.items() if key in apart or key.startswith("runjobs_")}
 
 
@@ -194,10 +194,33 @@ def container_main(write: bool = True, progress: Any = print, results_path: Path
     results["container_cold_start"] = measured
     print("\n".join(container.section(results)))
     if write:
-        results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
-        if "meta" in results:
-            MARKDOWN.write_text(report.markdown(results, PLOT.name))
-        progress(f"wrote {results_path.name}" + (f" and {MARKDOWN.name}" if "meta" in results else ""))
+        save_with_page(results, progress, results_path)
+    return 0
+
+
+def save_with_page(
+    results: dict[str, Any], progress: Any, results_path: Path = RESULTS, markdown_path: Path = MARKDOWN
+) -> None:
+    """Write ``results`` after one command's own figures changed; with a full run's results there, the targets
+    and docs/performance.md again (the plot draws only what a full run measures)."""
+    if "meta" in results:
+        results["targets"] = report.targets(results)
+    results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    if "meta" in results:
+        markdown_path.write_text(report.markdown(results, PLOT.name))
+    progress(f"wrote {results_path.name}" + (f" and {markdown_path.name}" if "meta" in results else ""))
+
+
+def e2e_callback_main(
+    measured: Path, progress: Any = print, results_path: Path = RESULTS, markdown_path: Path = MARKDOWN
+) -> int:
+    """Record the e2e tier's callback figures (``callback_containers``), judge the targets again, redraw the page."""
+    if not measured.exists():
+        print(f"{measured}: no figures: run `make bench-e2e-callback`", file=sys.stderr)
+        return 2
+    results = read_results(results_path)
+    results["callback_containers"] = {**json.loads(measured.read_text()), "machine": report.machine()}
+    save_with_page(results, progress, results_path, markdown_path)
     return 0
 
 
@@ -231,12 +254,7 @@ def notifier_main(
     results["notifier"] = measured
     print("\n".join(notifier_report.notifier_section(results)))
     if write:
-        if "meta" in results:  # the targets and the rest of the page need a full run's results
-            results["targets"] = report.targets(results)
-        results_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
-        if "meta" in results:
-            markdown_path.write_text(report.markdown(results, PLOT.name))
-        progress(f"wrote {results_path.name}" + (f" and {markdown_path.name}" if "meta" in results else ""))
+        save_with_page(results, progress, results_path, markdown_path)
     return 0
 
 
@@ -291,6 +309,13 @@ def main(argv: list[str] | None = None) -> int:
         help="only the notifier process at cluster scale: memory, readiness, publishing (minutes per size)",
     )
     parser.add_argument(
+        "--e2e-callback",
+        type=Path,
+        metavar="FILE",
+        help="only record the figures make bench-e2e-callback measured in the e2e tier (callback mode, the "
+        "functions in containers): FILE is what e2e/tests/test_callback_latency.py wrote",
+    )
+    parser.add_argument(
         "--notifier-sizes",
         type=sizes_arg,
         default=(1000, 10_000, 20_000),
@@ -312,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         return report_main(progress=progress)
     if args.notifier:
         return notifier_main(args.notifier_sizes, write=not args.no_write, progress=progress)
+    if args.e2e_callback:
+        return e2e_callback_main(args.e2e_callback, progress=progress)
 
     config = QUICK if args.quick else Config()
     config = replace(config, seed=args.seed)

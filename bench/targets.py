@@ -24,6 +24,7 @@ HINT_DELAY_VS_SEED, HINT_TRANSITIONS_VS_SEED = 0.25, 1.0
 CALLBACK_TRANSITIONS_PER_JOB = 14
 CALLBACK_COST_VS_SEED = 0.12
 NOTIFIER_DOWN_LIMIT_S = 300
+CONTAINERS_P95_S = 2.0
 # The monthly volume of one cluster that the notifier's and the sweeper's fixed costs are spread over.
 JOBS_PER_MONTH = 10_000
 # DynamoDB on-demand, us-east-1: USD 0.125 per million read request units (a small table's Scan: one).
@@ -280,6 +281,30 @@ def callback_targets(
         else "not measured in this run",
         None,
         "",
+    )
+    containers = results.get("callback_containers")
+    ok = None
+    measured = "not measured: `make bench-e2e-callback`"
+    why = ""
+    if containers:
+        measured = (
+            f"p95 {containers['p95_resumed_s']:.2f} s, p50 {containers['p50_resumed_s']:.2f} s, max "
+            f"{containers['max_resumed_s']:.2f} s ({containers['jobs']} jobs, {containers['cold_resumes']} woken by "
+            f"a cold Resume); to the execution's end p95 {containers['p95_ended_s']:.2f} s"
+        )
+        ok = containers["p95_resumed_s"] <= CONTAINERS_P95_S and containers["cold_resumes"] >= 1
+        why = (
+            "no job's wake came from the Resume container's first invocation: an earlier event had started it"
+            if containers["cold_resumes"] < 1
+            else "from the API server's Succeeded to the woken Await's task: the notifier's watch, PutEvents, "
+            "the rule, SAM's Invoke API and the container, SendTaskSuccess"
+        )
+    add(
+        f"callback: p95 job end -> execution resumed <= {CONTAINERS_P95_S:g} s, the functions in containers on the "
+        "e2e tier, a cold Resume included",
+        measured,
+        ok,
+        why,
     )
 
 

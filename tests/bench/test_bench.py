@@ -14,6 +14,8 @@ from bench import report
 from bench.__main__ import Config, run
 from bench.prices import BilledDuration, LambdaAssumptions
 from bench.simulate import (
+    SAFETY_POLL_SECONDS,
+    SWEEP_SECONDS,
     Policy,
     _fixed_poll_times,
     job_ref,
@@ -388,3 +390,13 @@ def test_the_delay_agreement_is_reported_beside_the_cross_check():
     text = report.markdown({**recorded, "crosscheck": crosscheck}, "performance.png")
     assert "real 80.0 s, simulated 82.0 s, 2.5 % apart" in text and "the simulator gave 75.0 s" in text
     assert "delay_agreement" in json.dumps(recorded["crosscheck"])  # make bench records it
+
+
+def test_the_simulated_callback_stack_is_the_templates_default():
+    """The benchmark's callback row is the stack `sam deploy` makes in callback mode: the template's defaults."""
+    from tests.cfn import load_template
+
+    parameters = load_template()["Parameters"]
+    assert parameters["Sweeper"]["Default"] == "ENABLED"
+    assert int(parameters["SweepMinutes"]["Default"]) * 60 == SWEEP_SECONDS
+    assert int(parameters["SafetyPollSeconds"]["Default"]) == SAFETY_POLL_SECONDS
