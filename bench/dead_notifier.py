@@ -12,7 +12,7 @@ The local run plays the schedule on its own clock, which moves in steps of at
 most ``STEP`` seconds: a sweep runs up to one step after its moment, where
 EventBridge Scheduler invokes it on time. Time stands still while a sweep runs,
 so its own duration is measured apart: the sweep function invoked with no
-execution waiting, timed on the wall clock, with the requests it makes.
+execution waiting, timed on the wall clock, with the Kubernetes requests it makes.
 """
 
 from __future__ import annotations
@@ -84,8 +84,11 @@ def measure(jobs: int = 12, idle_sweeps: int = 20) -> dict[str, Any]:
         "idle_sweep": {
             "runs": idle_sweeps,
             "median_ms": statistics.median(durations),
-            # Per sweep with nothing waiting: the Kubernetes requests (one LIST per kind) and the token Scan.
+            # Per sweep with nothing waiting, as the local API logged them: none, the LISTs are of the kinds the
+            # waiting executions' jobs are.
             "kubernetes_requests": {key: count / idle_sweeps for key, count in sorted(requests.items())},
+            # Not logged here: the sweep's code reads the waiting executions with one Scan of the token table
+            # (jobsync.aws.tokens, one page while the table is small).
             "aws_requests": {"dynamodb Scan": 1},
         },
     }
