@@ -186,8 +186,10 @@ LONG_CAUSE_CHILD = {
     "QueryLanguage": "JSONata",
     "StartAt": "Wait",
     "States": {
-        # One after the other: with failFast the first failure stops the second child.
-        "Wait": {"Type": "Wait", "Seconds": "{% $states.input.n * 60 %}", "Next": "Fail"},
+        # One after the other: with failFast the first failure (at 60 s) stops the second child (due at 3,600 s).
+        # The stop goes through the Map Run and the parent's Catch while the run's clock moves on: an hour apart
+        # leaves it 118 clock steps, where a minute left it two and a loaded machine let the second fail too.
+        "Wait": {"Type": "Wait", "Seconds": "{% $states.input.n = 1 ? 60 : 3600 %}", "Next": "Fail"},
         "Fail": {"Type": "Fail", "Error": "JobFailed", "Cause": "{% $pad('{not json', 32768, '.') %}"},
     },
 }
