@@ -180,7 +180,8 @@ def test_a_person_deactivates_a_workload(control_plane: ControlPlane, kueue: Any
     for job, state in ((running, "deactivated_job"), (waiting, "deactivated_queued_job")):
         stopped = wait_workload(cp, job, "deactivated", lambda c: EVICTED(c) and reason(c, "Evicted") == "Deactivated")
         assert stopped["spec"]["active"] is False
-        assert suspended(cp, job)
+        # Kueue writes the Workload's eviction first and suspends the job in a later reconcile.
+        wait_for(f"{job['metadata']['name']} suspended", lambda job=job: suspended(cp, job))
         record(cp, state, get(cp, job), stopped, "spec.active set to false by hand", kueue)
     queues.delete(cp, running)
     queues.delete(cp, waiting)
