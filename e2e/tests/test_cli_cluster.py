@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,14 @@ def test_wait_succeeds_with_the_jobs_own_times_and_exit_0(
     assert lines[end - 1].split()[1:] == ["SUCCEEDED", "PyTorchJobSucceeded", "done"]
     output = json.loads("\n".join(lines[end + 1 :]))
     assert output["timesFrom"] == {"startedAt": "job", "finishedAt": "job"}
-    assert output["durationSeconds"] is not None and output["durationSeconds"] >= 3
-    assert get_job(control_plane, PLURAL, "cli-wait-ok") is not None  # only read
+    job = get_job(control_plane, PLURAL, "cli-wait-ok")
+    assert job is not None  # only read
+    # The job's own run, as the operator wrote it (its Running condition to its completionTime, whole seconds),
+    # not a wall-clock figure: on a loaded machine the operator sees the pods running a second or more late.
+    running = next(c for c in job["status"]["conditions"] if c["type"] == "Running")
+    started = datetime.fromisoformat(running["lastTransitionTime"])
+    finished = datetime.fromisoformat(job["status"]["completionTime"])
+    assert output["durationSeconds"] == (finished - started).total_seconds() > 0
 
 
 def test_wait_of_a_failed_job_exits_3_with_the_containers_log_tail(
