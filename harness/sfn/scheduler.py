@@ -15,7 +15,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.clock import VirtualClock
@@ -31,6 +31,19 @@ class WaitRecord:
     seconds: float
     started_at: float
     waited: float = 0.0
+
+
+@dataclass
+class SyncWait:
+    """A ``.sync`` task's wait: for its child execution to end, or its own execution (``env``) to stop.
+
+    Either end sets ``wake`` (``VirtualTime.wake_sync_waits``): a thousand Map Run children each
+    waiting for its RunJob execution cost nothing while they wait.
+    """
+
+    child: str
+    env: Any
+    wake: threading.Event = field(default_factory=threading.Event)
 
 
 class VirtualTime:
@@ -49,8 +62,9 @@ class VirtualTime:
         # Callback tasks: wall seconds to wait for SendTaskSuccess before the virtual clock moves on, and by how much.
         self.callback_slice_seconds = 0.02
         self.callback_step_seconds = 30.0
-        # .sync tasks: wall seconds between looks at the child execution.
-        self.sync_poll_seconds = 0.002
+        # .sync tasks: woken by their child's end or their own execution's (``SyncWait``); this is only
+        # a backstop, in wall seconds, and the pause of a .sync task that waits for no child execution.
+        self.sync_poll_seconds = 1.0
         # Concurrent executions: a Wait moves time only once every other Wait that ends sooner has
         # moved it, and no Wait began or ended for ``wait_settle_seconds`` of wall time (see _wait_state).
         self.cooperative_waits = False
@@ -73,8 +87,8 @@ class VirtualTime:
         self._last_sleeper_change = 0.0
         # Children of .sync tasks, and those that ended before their parent's task saw it: time waits for it to.
         self._sync_children: set[str] = set()
-        # The .sync task each thread runs: thread id -> (the child it waits for, the task's own environment).
-        self._sync_waits: dict[int, tuple[str, Any]] = {}
+        # The .sync task each thread runs: thread id -> what it waits for.
+        self._sync_waits: dict[int, SyncWait] = {}
         self._unobserved: set[str] = set()
 
     @property
@@ -307,19 +321,27 @@ class VirtualTime:
     def _sync_sleep(self, seconds: float) -> None:
         """A .sync task's pause between looks at its child: until the child ends or the task's execution stops.
 
-        Waits on the child's end (``_done_event``), checking the task's own execution every
-        ``sync_poll_seconds``; at most ``seconds`` (moto's 0.5 s), then the task looks anyway.
+        moto looks (DescribeExecution) every 0.5 s of wall time, ``seconds``: a thousand tasks would
+        make two thousand calls a second, each a waking thread under the one GIL, and starve the
+        children they wait for. The wait is woken instead (``SyncWait``), with ``sync_poll_seconds``
+        as a backstop.
         """
         waiting = self._sync_waits.get(threading.get_ident())
         if waiting is None:
             time.sleep(min(seconds, self.sync_poll_seconds))
             return
-        child, env = waiting
-        done = self._done_event(child)
-        deadline = time.monotonic() + seconds
-        while env.is_running() and not done.wait(min(self.sync_poll_seconds, max(0.0, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
+        done = self._done_event(waiting.child)
+        while True:
+            waiting.wake.clear()  # before looking: a wake from here on is not lost
+            if done.is_set() or not waiting.env.is_running():
                 return
+            waiting.wake.wait(self.sync_poll_seconds)
+
+    def wake_sync_waits(self, child: str | None = None, env: Any = None) -> None:
+        """``child`` ended, or ``env`` (an execution or one of its frames) stopped: the .sync tasks waiting look."""
+        for waiting in list(self._sync_waits.values()):
+            if waiting.child == child or (env is not None and waiting.env is env):
+                waiting.wake.set()
 
     def _retry_sleep(self, seconds: float) -> None:
         self.retry_sleeps.append(seconds)

@@ -155,6 +155,22 @@ def test_a_failed_iteration_stops_the_other_children(sfn):
     assert duration == pytest.approx(50)  # not the 3000 seconds the other child would have waited
 
 
+@pytest.mark.parametrize(
+    "items",
+    [[{"wait": 100}], [{"wait": 3000}, {"wait": 50, "fail": True}]],
+    ids=["its child ended", "its iteration was cancelled"],
+)
+def test_a_sync_task_is_woken_by_the_end_it_waits_for_not_by_a_poll(sfn, items):
+    # Backstop polls an hour apart: the parent ends only if the child's end, or the cancelled iteration's,
+    # wakes its .sync task (a thousand Map Run children polling every few milliseconds starve their jobs).
+    sfn.sync_poll_seconds = 3600
+    description, child = run(sfn, parent(fail_fast=True), items)
+    assert description["status"] == ("SUCCEEDED" if len(items) == 1 else "FAILED")
+    assert sorted(c["status"] for c in children(sfn, child)) == (
+        ["SUCCEEDED"] if len(items) == 1 else ["ABORTED", "FAILED"]
+    )
+
+
 def test_an_execution_that_ends_sends_its_status_change_to_the_default_bus(sfn):
     events = boto3.client("events", region_name="us-east-1")
     queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="changes")["QueueUrl"]

@@ -33,6 +33,7 @@ def execution_thread_crashes_are_kept(harness: LocalStepFunctions, patch: Patch)
         finally:
             harness.parked(arn)  # ended
             harness._done_event(arn).set()
+            harness.wake_sync_waits(child=arn)
 
     patch(moto.EXECUTION_LOGIC, execution_logic)
 

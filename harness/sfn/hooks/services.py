@@ -16,6 +16,7 @@ import botocore.session
 
 from harness.sfn import moto
 from harness.sfn.moto import EventTemplateParser, FailureEventException
+from harness.sfn.scheduler import SyncWait
 
 if TYPE_CHECKING:
     from harness.sfn.hooks import Patch
@@ -168,7 +169,7 @@ def sync_task_stops_its_child_when_cancelled(harness: LocalStepFunctions, patch:
         in_iteration = False
         if child:
             harness._sync_children.add(child)
-            harness._sync_waits[threading.get_ident()] = (child, env)
+            harness._sync_waits[threading.get_ident()] = SyncWait(child, env)
             parent = env.states.context_object.context_object_data["Execution"]["Id"]
             # Its child is at work now; the parent's end is _observed's. This thread is not the
             # iteration's own: a Map with an iteration at work means this task is one of them.

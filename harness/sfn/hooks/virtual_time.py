@@ -178,11 +178,23 @@ def sync_wait_checks_promptly(harness: LocalStepFunctions, patch: Patch) -> None
     (``task_token_wait_on_virtual_clock``): the parent would race time ahead of its
     children. Here the child's own states move time. Speed: moto sleeps 0.5 s of wall
     time between DescribeExecution calls; here the task looks again as soon as its child
-    has ended (or its own execution stopped), checking every ``sync_poll_seconds``
-    without a call (``LocalStepFunctions._sync_sleep``): a thousand parents' Map
-    iterations asking DescribeExecution every few milliseconds would starve their children.
+    has ended or its own execution stopped, woken by either (``LocalStepFunctions._sync_sleep``):
+    a thousand Map Run children asking DescribeExecution twice a second would starve the
+    executions they wait for.
     """
     patch(moto.SYNC_TIME, types.SimpleNamespace(sleep=harness._sync_sleep))
+
+    def wakes_sync_waits(seam: Any) -> Any:
+        original = seam.original
+
+        def end(env: Any, *args: Any, **kwargs: Any) -> None:
+            original(env, *args, **kwargs)  # a frame is ended through this too: its execution's end reaches it
+            harness.wake_sync_waits(env=env)
+
+        return end
+
+    for seam in (moto.SET_STOP, moto.SET_TIMED_OUT, moto.SET_ERROR, moto.SET_ENDED):
+        patch(seam, wakes_sync_waits(seam))
     original = moto.SFN_SYNC.original
 
     def eval_sync(
