@@ -38,3 +38,17 @@ def test_a_run_past_what_run_jobs_takes_is_refused_before_it_starts(capsys):
     with pytest.raises(SystemExit):
         runjobs.main(["--jobs", "1001", "--no-write"])
     assert "--jobs must be 1 to 1000" in capsys.readouterr().err
+
+
+def test_its_target_row_holds_the_recorded_run_to_every_job_succeeded_within_the_payload(figures):
+    from bench.targets import runjobs_targets
+
+    assert runjobs_targets({})[0]["measured"] == "not measured"
+    # The three-job run stands for the recorded 1,000: the row reads only what the run recorded.
+    met = {**figures, "jobs": 1000, "child_status": {"SUCCEEDED": 1000}}
+    [row] = runjobs_targets({"runjobs_1000": met})
+    assert row["status"] == "MET" and row["measured"].startswith("SUCCEEDED: 1,000 of 1,000 jobs succeeded")
+    one_failed = {**met, "status": "FAILED", "child_status": {"SUCCEEDED": 999, "FAILED": 1}}
+    assert runjobs_targets({"runjobs_1000": one_failed})[0]["status"] == "MISSED"
+    too_big = {**met, "output_within_payload_limit": False}
+    assert runjobs_targets({"runjobs_1000": too_big})[0]["status"] == "MISSED"
