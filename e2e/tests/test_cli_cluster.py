@@ -12,8 +12,8 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
