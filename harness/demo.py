@@ -64,16 +64,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
-# The settings each completion mode (template.yaml's CompletionMode) gives the Lambdas; callback mode as with
-# Sweeper=DISABLED (each Await looks itself: the tests' worst case).
+# The settings each completion mode (template.yaml's CompletionMode) gives the Lambdas.
 MODES: dict[str, dict[str, str]] = {
     "poll": {"JOBSYNC_COMPLETION_MODE": "poll"},
     "watch": {"JOBSYNC_COMPLETION_MODE": "watch", "JOBSYNC_WATCH_SECONDS": "840"},
     "callback": {"JOBSYNC_COMPLETION_MODE": "callback"},
 }
-# What `make demo MODE=` runs: each mode as the template's default stack sets it (callback: its sweeper, every
-# SweepMinutes, 2). tests/unit/test_template_sweeper.py holds them to the rendered template.
-DEMO_MODES: dict[str, dict[str, str]] = {**MODES, "callback": {**MODES["callback"], "JOBSYNC_SWEEP_SECONDS": "120"}}
 # The notifier's log as deployed (its Deployment's POWERTOOLS_LOG_LEVEL): its info lines are part of the story.
 NOTIFIER_ENV = {"POWERTOOLS_LOG_LEVEL": "INFO"}
 
@@ -150,7 +146,7 @@ def main(argv: list[str] | None = None, around: Callable[[LocalJobsync], Context
     parser.add_argument("--kubeconfig", help="run against the cluster of this kubeconfig instead of the simulator")
     parser.add_argument(
         "--mode",
-        choices=sorted(DEMO_MODES),
+        choices=sorted(MODES),
         default="poll",
         help="how the execution learns the job ended (callback runs the notifier as a process beside the cluster's "
         "API; its log lines are printed with the story's)",
@@ -185,7 +181,7 @@ def main(argv: list[str] | None = None, around: Callable[[LocalJobsync], Context
     quiet_interpreter()
     # Quiet unless the caller asks for more (POWERTOOLS_LOG_LEVEL=DEBUG make demo).
     quiet = {name: value for name, value in QUIET.items() if name not in os.environ}
-    env = {**quiet, **DEMO_MODES[args.mode], **({"KUBECONFIG": kubeconfig} if kubeconfig else {})}
+    env = {**quiet, **MODES[args.mode], **({"KUBECONFIG": kubeconfig} if kubeconfig else {})}
     if kubeconfig:
         # A real cluster's deployment: its namespace and bounds come from the environment
         # (JOBSYNC_NAMESPACE, ...), not the simulator's defaults.

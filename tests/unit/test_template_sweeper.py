@@ -11,7 +11,6 @@ import json
 
 import pytest
 
-from harness.demo import DEMO_MODES
 from tests.support.stack import Stack, as_list, render, statements, translated
 
 PARAMETERS = {"ClusterName": "training", "CreateNotifierIdentity": "true"}
@@ -98,11 +97,3 @@ def test_the_schedule_sends_the_event_the_function_and_the_local_run_expect():
 
     found = schedule(stack(CompletionMode="callback"))
     assert json.loads(found["Target"]["Input"]) == EVENT == {"sweep": "scheduled"}
-
-
-@pytest.mark.parametrize("mode", sorted(DEMO_MODES))
-def test_make_demo_runs_each_mode_as_the_default_stack_sets_it(mode):
-    functions = [r for r in stack(CompletionMode=mode).resources.values() if r["Type"] == "AWS::Lambda::Function"]
-    settings = DEMO_MODES[mode] | {"JOBSYNC_SWEEP_SECONDS": DEMO_MODES[mode].get("JOBSYNC_SWEEP_SECONDS", "0")}
-    for name, value in settings.items():
-        assert {str(f["Properties"]["Environment"]["Variables"][name]) for f in functions} == {value}, name
