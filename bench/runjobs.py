@@ -6,7 +6,11 @@ The jobs are the throughput benchmark's (``bench.throughput.job_input``: 10 to 6
 each), put under the runs bucket's ``inputs/`` and named by ``jobsFrom``, as a caller with more jobs
 than fit an execution's 256 KB input does. ``harness.local.LocalJobsync`` runs the real RunJobs
 (its Distributed Map, one Map Run child per job, each starting its RunJob execution), the real
-handlers, the local Kubernetes API and the operator simulator, on virtual time. Recorded under
+handlers, the local Kubernetes API and the operator simulator, on virtual time, each Wait's end rounded
+up to the next ``WAIT_QUANTUM_S`` of it (``LocalStepFunctions.wait_quantum_seconds``): a thousand
+executions with jittered waits would otherwise step the shared clock once per Wait, at a settle of
+wall time each. A look is then up to that much later than it asked, so ``virtual_s`` is an upper
+bound on the run's length by as much per look. Recorded under
 ``runjobs_<N>`` in bench/results.json (only that key): the run's status, its jobs' outcomes, its
 output's size against the payload limit, wall and virtual seconds, and the command that measured it.
 """
@@ -27,6 +31,7 @@ from tests.support.lambdas import QUIET
 
 PAYLOAD_LIMIT = 256 * 1024  # Step Functions: a state's input or output, in UTF-8 bytes
 INPUT_KEY = "inputs/bench-runjobs.json"
+WAIT_QUANTUM_S = 10.0
 
 
 def measure(jobs: int, timeout_s: float = 7200) -> dict[str, Any]:
@@ -40,11 +45,13 @@ def measure(jobs: int, timeout_s: float = 7200) -> dict[str, Any]:
     started = time.perf_counter()
     with LocalJobsync(env=QUIET, execution_events=True) as local, contextlib.redirect_stdout(io.StringIO()):
         assert local.sfn
+        local.sfn.wait_quantum_seconds = WAIT_QUANTUM_S
         body = json.dumps([job_input(i) for i in range(jobs)]).encode()
         boto3.client("s3").put_object(Bucket=RUNS_BUCKET, Key=INPUT_KEY, Body=body)
         result = local.run_jobs({"jobsFrom": f"s3://{RUNS_BUCKET}/{INPUT_KEY}"}, timeout_s=timeout_s)
         description = local.sfn.wait(result.execution_arn)
         children = [local.sfn.wait(child)["status"] for child in local.children(result.execution_arn)]
+        clock_steps = local.sfn.time_steps
     wall_s = time.perf_counter() - started
     output = result.output if isinstance(result.output, dict) else {}
     output_bytes = len(json.dumps(output, separators=(",", ":"), ensure_ascii=False).encode())
@@ -60,6 +67,8 @@ def measure(jobs: int, timeout_s: float = 7200) -> dict[str, Any]:
         "child_status": dict(Counter(children)),
         "virtual_s": round((description["stopDate"] - description["startDate"]).total_seconds(), 1),
         "wall_s": round(wall_s, 1),
+        "wait_quantum_s": WAIT_QUANTUM_S,
+        "clock_steps": clock_steps,
     }
 
 

@@ -69,6 +69,10 @@ class VirtualTime:
         # moved it, and no Wait began or ended for ``wait_settle_seconds`` of wall time (see _wait_state).
         self.cooperative_waits = False
         self.wait_settle_seconds = 0.05
+        # 0: each Wait ends when it asks. Above 0, concurrent Waits end on multiples of it (at most that much
+        # late): each clock step costs wait_settle_seconds and more of wall time, and a thousand executions
+        # with jittered waits would step the clock once per Wait (bench.runjobs; the tests keep it 0).
+        self.wait_quantum_seconds = 0.0
         self._sleepers: dict[object, tuple[float, threading.Event]] = {}
         # Executions at work in the interpreter (started, or woken from a wait, and not yet waiting again, in a
         # Lambda, or ended): time does not move for them, for up to busy_grace_seconds of wall time each.
@@ -141,8 +145,14 @@ class VirtualTime:
         the clock there, once no Wait has begun or ended for ``wait_settle_seconds`` of
         wall time (the others are waiting too, or in a .sync, callback or watch wait, which
         take part the same way: ``virtual_sleep``); those due by then end with it.
+
+        With ``wait_quantum_seconds`` the end is rounded up to its next multiple, so that Waits
+        ending within one quantum move the clock together (see its comment).
         """
-        return self._cooperative_sleep(self.clock.now() + max(0.0, seconds), env.is_running, env=env)
+        target = self.clock.now() + max(0.0, seconds)
+        if self.wait_quantum_seconds > 0:
+            target = math.ceil(target / self.wait_quantum_seconds) * self.wait_quantum_seconds
+        return self._cooperative_sleep(target, env.is_running, env=env)
 
     def virtual_sleep(
         self,

@@ -139,6 +139,17 @@ def test_children_share_virtual_time_as_concurrent_executions(sfn):
     assert description["stopDate"].timestamp() - description["startDate"].timestamp() == pytest.approx(3000)
 
 
+@pytest.mark.parametrize(("quantum", "ends"), [(0, [3, 7, 12]), (10, [10, 10, 20])])
+def test_a_wait_quantum_ends_concurrent_waits_together_on_its_multiples(sfn, quantum, ends):
+    # bench.runjobs: a thousand jittered Waits step the shared clock together instead of once each.
+    sfn.wait_quantum_seconds = quantum
+    description, child = run(sfn, parent(), [{"wait": 3}, {"wait": 7}, {"wait": 12}])
+    t0 = description["startDate"].timestamp()
+    assert t0 % 10 == 0  # the virtual clock starts on a multiple: the ends below are the quantum's
+    assert sorted(c["stopDate"].timestamp() - t0 for c in children(sfn, child)) == pytest.approx(ends)
+    assert sfn.time_steps == len(set(ends))
+
+
 def test_max_concurrency_starts_the_next_item_when_one_ends(sfn):
     description, child = run(sfn, parent(max_concurrency=2), [{"wait": 100}, {"wait": 50}, {"wait": 3000}])
     t0 = description["startDate"].timestamp()
