@@ -211,7 +211,7 @@ def runjobs_targets(results: dict[str, Any]) -> list[dict[str, str]]:
     if not run:
         return [{"target": goal, "measured": "not measured", "status": "REPORTED", "why": "opt-in: make bench-runjobs"}]
     succeeded = run["child_status"].get("SUCCEEDED", 0)
-    where = "outcomes inline" if run["outcomes_inline"] else "outcomes in S3 (ResultWriter), the summary inline"
+    where = "outcomes inline" if run["outcomes_inline"] else "the outcomes in S3 (its ResultWriter), the summary inline"
     ok = run["status"] == "SUCCEEDED" and succeeded == run["jobs"] and run["output_within_payload_limit"]
     measured = (
         f"{run['status']}: {succeeded:,} of {run['jobs']:,} jobs succeeded; output {run['output_bytes']:,} bytes "
