@@ -200,16 +200,17 @@ def targets(results: dict[str, Any]) -> list[dict[str, str]]:
     if "api_requests_per_running_poll" in lam:
         n = lam["api_requests_per_running_poll"]
         add("1 Kubernetes API request per steady-state (RUNNING) poll", f"{n:g}", n == 1, "see the per-poll requests")
-    out.extend(runjobs_targets(results))
+    runjobs_targets(results, add)
     return out
 
 
-def runjobs_targets(results: dict[str, Any]) -> list[dict[str, str]]:
+def runjobs_targets(results: dict[str, Any], add: Add) -> None:
     """RunJobs at its largest (``make bench-runjobs``, opt-in: its own key, kept by a whole ``make bench``)."""
     goal = f"RunJobs: {RUNJOBS_JOBS:,} jobs to SUCCEEDED in one run, the output within the 256 KB payload limit"
     run = results.get(f"runjobs_{RUNJOBS_JOBS}")
     if not run:
-        return [{"target": goal, "measured": "not measured", "status": "REPORTED", "why": "opt-in: make bench-runjobs"}]
+        add(goal, "not measured", None, "opt-in: make bench-runjobs")
+        return
     succeeded = run["child_status"].get("SUCCEEDED", 0)
     where = "outcomes inline" if run["outcomes_inline"] else "the outcomes in S3 (its ResultWriter), the summary inline"
     ok = run["status"] == "SUCCEEDED" and succeeded == run["jobs"] and run["output_within_payload_limit"]
@@ -217,8 +218,7 @@ def runjobs_targets(results: dict[str, Any]) -> list[dict[str, str]]:
         f"{run['status']}: {succeeded:,} of {run['jobs']:,} jobs succeeded; output {run['output_bytes']:,} bytes "
         f"({where}); {run['virtual_s']:,.0f} s of virtual time in {run['wall_s']:,.0f} s of wall time"
     )
-    why = "" if ok else f"error {run.get('error')}; children {run['child_status']}"
-    return [{"target": goal, "measured": measured, "status": "MET" if ok else "MISSED", "why": why}]
+    add(goal, measured, ok, f"error {run.get('error')}; children {run['child_status']}")
 
 
 def callback_targets(
