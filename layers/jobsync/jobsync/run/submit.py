@@ -88,6 +88,9 @@ def submit(
     """
     planned = plan(request, settings, fetch_template)
     spec, obj, timeout = planned.spec, planned.obj, planned.timeout
+    # Submitted when asked for, not when the answer and the hint came back: the job's creation, and its queue's
+    # Workload, must not predate its submission (a queue's wait is counted from them), and its deadline runs from here.
+    asked = clock.now()
     try:
         created = cluster.create(spec, obj)
     except ApiException as exc:  # 409: ours from a retried submit, or someone else's
@@ -107,7 +110,7 @@ def submit(
         cleanup=request.cleanup,
         created=created,
         timeout=timeout,
-        now=clock.now(),
+        now=asked,
         settings=settings,
         hint=hint,
         family=family,
